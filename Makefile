@@ -1,0 +1,41 @@
+# torch_aclnn — set-up and the main jobs. Every target creates .venv if
+# needed, installs torch (the CPU build on this machine's disk) and builds
+# the extension against it.
+PY      ?= python3
+VENV    ?= .venv
+VPY     := $(VENV)/bin/python
+PIP     := $(VPY) -m pip
+TORCH   ?= torch==2.13.0
+STAMP   := $(VENV)/.deps-installed
+PYTEST_ARGS ?=
+
+.PHONY: all venv build test test-slow check bench fuzz clean
+
+all: test
+
+$(STAMP):
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip setuptools wheel
+	$(PIP) install -q "$(TORCH)" numpy pytest hypothesis expecttest ninja
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Rebuilds only what changed (ninja); the editable install points at this tree.
+build: $(STAMP)
+	$(PIP) install -q --no-build-isolation -e .
+
+test: build
+	$(VPY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+test-slow: build
+	$(VPY) -m pytest -q -m slow $(PYTEST_ARGS)
+
+check: build
+	$(VPY) -m torch_aclnn check
+
+bench: build
+	$(VPY) -m torch_aclnn bench
+
+clean:
+	rm -rf build *.egg-info torch_aclnn/*.so

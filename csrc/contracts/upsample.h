@@ -1,0 +1,144 @@
+// The contract of the upsample-nearest family (spec §1 and §2): argument
+// rules, the scale-selection rule and the source-index mapping. Every backend
+// (CPU, CUDA, Meta, and the NPU glue through Meta) uses this header.
+#pragma once
+
+#include "common/contract.h"
+
+#include <c10/core/MemoryFormat.h>
+#include <c10/macros/Macros.h>
+
+#include <cmath>
+#include <optional>
+
+namespace torch_aclnn::upsample {
+
+enum class Mode { Nearest, NearestExact };
+
+inline const char* forward_name(Mode m) {
+  return m == Mode::Nearest ? "upsample_nearest3d" : "upsample_nearest_exact3d";
+}
+inline const char* backward_name(Mode m) {
+  return m == Mode::Nearest ? "upsample_nearest3d_backward" : "upsample_nearest_exact3d_backward";
+}
+
+using Scale = std::optional<double>;
+constexpr const char* kScaleNames[3] = {"scales_d", "scales_h", "scales_w"};
+constexpr const char* kAxisNames[3] = {"D", "H", "W"};
+
+// Scales are used all-or-nothing: only when all three are given and > 0.
+inline bool use_scales(const Scale (&s)[3]) {
+  return s[0].has_value() && s[1].has_value() && s[2].has_value() && *s[0] > 0. && *s[1] > 0. &&
+         *s[2] > 0.;
+}
+
+inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
+  ACLNN_CHECK_TYPE(t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16, op,
+                   arg, " must be float32, float64, float16 or bfloat16, got ", t);
+}
+
+// output_size, input_size (N, C, D, H, W) and the scales: the rules shared by
+// the forward (input_size = self's shape) and the backward.
+inline void check_sizes(const char* op, c10::SymIntArrayRef output_size, c10::SymIntArrayRef input_size,
+                        const Scale (&scales)[3], const char* input_name) {
+  ACLNN_CHECK_VALUE(output_size.size() == 3, op, "output_size must have 3 elements (D, H, W), got ",
+                    output_size.size(), " (", fmt_list(output_size), ")");
+  for (size_t i = 0; i < 3; ++i) {
+    ACLNN_CHECK_VALUE(output_size[i] > 0, op, "output_size[", i, "] must be > 0, got ",
+                      fmt_list(output_size));
+  }
+  ACLNN_CHECK_VALUE(input_size.size() == 5, op, input_name, " must have 5 elements (N, C, D, H, W), got ",
+                    input_size.size(), " (", fmt_list(input_size), ")");
+  ACLNN_CHECK_VALUE(input_size[0] >= 0 && input_size[1] >= 0, op, input_name,
+                    " N and C must be >= 0, got ", fmt_list(input_size));
+  for (size_t i = 2; i < 5; ++i) {
+    ACLNN_CHECK_VALUE(input_size[i] > 0, op, input_name, "[", i, "] (", kAxisNames[i - 2],
+                      ") must be > 0, got ", fmt_list(input_size));
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    ACLNN_CHECK_VALUE(!(scales[i].has_value() && std::isnan(*scales[i])), op, kScaleNames[i],
+                      " must be a number (> 0 to use the scales, <= 0 or None to ignore them), got nan");
+  }
+  if (!use_scales(scales)) return;
+  for (size_t i = 0; i < 3; ++i) {
+    // output_size[i] == floor(input_size[2+i] * scale), written as two
+    // comparisons so it also holds (as guards) for symbolic sizes.
+    const c10::SymFloat prod = input_size[2 + i] * *scales[i];
+    const c10::SymFloat out = output_size[i];
+    const c10::SymFloat out_next = output_size[i] + 1;
+    ACLNN_CHECK_VALUE(out <= prod && prod < out_next, op, "output_size[", i, "] must equal floor(",
+                      input_name, "[", 2 + i, "] * ", kScaleNames[i], ") = floor(", input_size[2 + i],
+                      " * ", *scales[i], ") when all scales are given, got ", output_size[i]);
+  }
+}
+
+// The memory format results are produced in: channels_last_3d when the
+// reference tensor is, contiguous otherwise.
+inline c10::MemoryFormat result_format(const at::Tensor& t) {
+  return t.suggest_memory_format() == c10::MemoryFormat::ChannelsLast3d ? c10::MemoryFormat::ChannelsLast3d
+                                                                        : c10::MemoryFormat::Contiguous;
+}
+
+inline void check_forward(Mode mode, const at::Tensor& self, c10::SymIntArrayRef output_size,
+                          const Scale (&scales)[3]) {
+  const char* op = forward_name(mode);
+  check_dtype(op, "self", self.scalar_type());
+  ACLNN_CHECK_VALUE(self.dim() == 5, op, "self must be 5-D (N, C, D, H, W), got ", self.dim(),
+                    "-D with shape ", fmt_list(self.sym_sizes()));
+  check_sizes(op, output_size, self.sym_sizes(), scales, "self.shape");
+}
+
+// grad_input is the out= tensor (undefined for the functional form).
+inline void check_backward(Mode mode, const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                           c10::SymIntArrayRef input_size, const Scale (&scales)[3],
+                           const at::Tensor& grad_input = at::Tensor()) {
+  const char* op = backward_name(mode);
+  check_dtype(op, "grad_output", grad_output.scalar_type());
+  if (grad_input.defined()) {
+    ACLNN_CHECK_TYPE(grad_input.scalar_type() == grad_output.scalar_type(), op,
+                     "grad_input must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
+                     grad_input.scalar_type());
+  }
+  ACLNN_CHECK_VALUE(grad_output.dim() == 5, op, "grad_output must be 5-D (N, C, D, H, W), got ",
+                    grad_output.dim(), "-D with shape ", fmt_list(grad_output.sym_sizes()));
+  check_sizes(op, output_size, input_size, scales, "input_size");
+  const auto go = grad_output.sym_sizes();
+  for (size_t i = 0; i < 3; ++i) {
+    ACLNN_CHECK_VALUE(go[2 + i] == output_size[i], op, "grad_output's D, H, W must equal output_size ",
+                      fmt_list(output_size), ", got grad_output shape ", fmt_list(go));
+  }
+  ACLNN_CHECK_VALUE(go[0] == input_size[0] && go[1] == input_size[1], op,
+                    "grad_output's N, C must equal input_size[0:2] = [", input_size[0], ", ", input_size[1],
+                    "], got grad_output shape ", fmt_list(go));
+  if (grad_input.defined()) {
+    const auto gi = grad_input.sym_sizes();
+    ACLNN_CHECK_VALUE(grad_input.dim() == 5 && gi[0] == input_size[0] && gi[1] == input_size[1], op,
+                      "grad_input's N, C must equal input_size[0:2] = [", input_size[0], ", ", input_size[1],
+                      "], got grad_input shape ", fmt_list(gi));
+    ACLNN_CHECK_VALUE(gi[2] == input_size[2] && gi[3] == input_size[3] && gi[4] == input_size[4], op,
+                      "grad_input's D, H, W must equal input_size[2:5] = [", input_size[2], ", ",
+                      input_size[3], ", ", input_size[4], "], got grad_input shape ", fmt_list(gi));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The index mapping (§1, §2): one rule for forward and backward, every device.
+
+// Per-axis float32 scale: 1/scale when the scales are used, in/out otherwise.
+C10_HOST_DEVICE inline float axis_scale(bool use, double scale, int64_t in, int64_t out) {
+  return use ? static_cast<float>(1.0 / scale) : static_cast<float>(in) / static_cast<float>(out);
+}
+
+template <Mode mode>
+C10_HOST_DEVICE inline int64_t source_index(float s, int64_t dst, int64_t in) {
+  int64_t src;
+  if constexpr (mode == Mode::Nearest) {
+    src = static_cast<int64_t>(floorf(static_cast<float>(dst) * s));
+  } else {
+    // (dst + 0.5) * s formed in double, rounded to float32, then floored.
+    src = static_cast<int64_t>(floorf(static_cast<float>((static_cast<double>(dst) + 0.5) * s)));
+  }
+  return src < in - 1 ? src : in - 1;
+}
+
+}  // namespace torch_aclnn::upsample

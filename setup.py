@@ -1,0 +1,117 @@
+"""Build torch_aclnn's C++ (and, where available, CUDA) extension.
+
+Extensions built:
+  torch_aclnn._C            every schema (TORCH_LIBRARY), the Meta kernels, the
+                            CUDA kernels when built with CUDA.
+  torch_aclnn._cpu_<isa>    the CPU kernels, compiled once per instruction set
+                            (default, avx2, avx512 on x86-64). The loader imports
+                            exactly one: the one matching
+                            torch.backends.cpu.get_cpu_capability(), so our
+                            at::vec code runs the same ISA as aten's kernels.
+
+Environment switches:
+  FORCE_CUDA=1            build the CUDA kernels even when no GPU is visible
+  TORCH_ACLNN_NO_CUDA=1   never build the CUDA kernels
+  TORCH_ACLNN_ASAN=1      build with -fsanitize=address,undefined (make asan)
+  TORCH_ACLNN_CPU_ISAS    comma list of ISA variants to build (default: all for the arch)
+"""
+import glob
+import os
+import platform
+
+from setuptools import find_packages, setup
+from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
+import torch
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+CSRC = os.path.join("csrc")
+
+
+def _env(name):
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def _want_cuda():
+    if _env("TORCH_ACLNN_NO_CUDA"):
+        return False
+    if _env("FORCE_CUDA"):
+        return True
+    return torch.version.cuda is not None and CUDA_HOME is not None
+
+
+# Per instruction set: (compile flags, CPU_CAPABILITY name as aten spells it).
+_ISAS = {
+    "default": ([], "DEFAULT"),
+    "avx2": (["-mavx2", "-mfma", "-mf16c"], "AVX2"),
+    "avx512": (["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mf16c"], "AVX512"),
+}
+
+
+def _isas():
+    wanted = os.environ.get("TORCH_ACLNN_CPU_ISAS")
+    if wanted:
+        return [w.strip() for w in wanted.split(",") if w.strip()]
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        return ["default", "avx2", "avx512"]
+    return ["default"]
+
+
+def extensions():
+    use_cuda = _want_cuda()
+    debug = _env("DEBUG")
+    opt = ["-O0", "-g"] if debug else ["-O3"]
+    # C++20: recent torch headers need it, and every torch >= 2.6 accepts it.
+    cxx = ["-std=c++20", "-fopenmp", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"] + opt
+    ldflags = ["-fopenmp"]
+    if _env("TORCH_ACLNN_ASAN"):
+        cxx += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1"]
+        ldflags += ["-fsanitize=address,undefined"]
+
+    include_dirs = [os.path.join(ROOT, CSRC)]
+    core_sources = sorted(glob.glob(f"{CSRC}/*.cpp") + glob.glob(f"{CSRC}/meta/*.cpp"))
+    exts = []
+    if use_cuda:
+        nvcc = ["-O3", "-std=c++20", "--expt-relaxed-constexpr", "-lineinfo"]
+        exts.append(
+            CUDAExtension(
+                "torch_aclnn._C",
+                core_sources + sorted(glob.glob(f"{CSRC}/cuda/*.cu")),
+                include_dirs=include_dirs,
+                extra_compile_args={"cxx": cxx + ["-DTORCH_ACLNN_WITH_CUDA"], "nvcc": nvcc},
+                extra_link_args=ldflags,
+                py_limited_api=False,
+            )
+        )
+    else:
+        exts.append(
+            CppExtension(
+                "torch_aclnn._C",
+                core_sources,
+                include_dirs=include_dirs,
+                extra_compile_args={"cxx": cxx},
+                extra_link_args=ldflags,
+            )
+        )
+    cpu_sources = sorted(glob.glob(f"{CSRC}/cpu/*.cpp"))
+    for isa in _isas():
+        flags, capability = _ISAS[isa]
+        defines = [f"-DCPU_CAPABILITY={capability}", f"-DCPU_CAPABILITY_{capability}",
+                   f"-DTORCH_ACLNN_ISA_MODULE=_cpu_{isa}"]
+        exts.append(
+            CppExtension(
+                f"torch_aclnn._cpu_{isa}",
+                cpu_sources,
+                include_dirs=include_dirs,
+                extra_compile_args={"cxx": cxx + flags + defines},
+                extra_link_args=ldflags,
+            )
+        )
+    return exts
+
+
+setup(
+    name="torch_aclnn",
+    packages=find_packages(include=["torch_aclnn", "torch_aclnn.*"]),
+    ext_modules=extensions(),
+    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+)

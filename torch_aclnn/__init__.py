@@ -1,0 +1,25 @@
+"""torch_aclnn: Huawei CANN aclnn backward operators (and their forwards) as
+PyTorch custom ops with CPU, CUDA and Ascend NPU kernels.
+
+Every operator is ``torch.ops.torch_aclnn.<name>``; the functions below are
+thin typed wrappers with F.interpolate / F.elu / ... style arguments.
+"""
+from . import _loader
+
+_loader.load()
+
+from .ops.upsample import (  # noqa: E402
+    upsample_nearest3d,
+    upsample_nearest3d_backward,
+    upsample_nearest_exact3d,
+    upsample_nearest_exact3d_backward,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "upsample_nearest3d",
+    "upsample_nearest3d_backward",
+    "upsample_nearest_exact3d",
+    "upsample_nearest_exact3d_backward",
+]
