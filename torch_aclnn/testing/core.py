@@ -1,0 +1,154 @@
+"""The OpInfo machinery every test, the check report and the benchmarks share.
+
+Each operator family describes its operators once, in
+``torch_aclnn/testing/<family>.py``, as :class:`OpInfo` objects: how to make
+sample inputs, a float64 reference written from the spec, the inputs that
+must raise (one per contract-error row), and the aten counterpart where the
+spec promises bitwise equality. Generic tests (``tests/test_common.py``) and
+``python -m torch_aclnn check`` iterate over them.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+
+import torch
+
+# Layouts every sample generator should cover (where the rank allows).
+#   contiguous        plain row-major
+#   channels_last_3d  torch.channels_last_3d (5-D only; aclnn's NDHWC)
+#   permuted          a dense but non-contiguous view (last two axes transposed in memory)
+#   sliced            a strided view (every other element of the last axis)
+LAYOUTS = ("contiguous", "channels_last_3d", "permuted", "sliced")
+
+FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+# Tolerances against the float64 reference, stated once for every operator.
+# Low-precision kernels compute in float32 and round once, so their error is
+# within one rounding of the output dtype (plus float32 accumulation).
+TOLERANCES = {
+    torch.float64: dict(rtol=1e-10, atol=1e-12),
+    torch.float32: dict(rtol=2e-6, atol=1e-6),
+    torch.float16: dict(rtol=1e-3, atol=1e-4),
+    torch.bfloat16: dict(rtol=8e-3, atol=1e-3),
+}
+
+
+def tolerance(dtype: torch.dtype) -> dict:
+    """rtol/atol for comparing a ``dtype`` result against the float64 reference
+    (exact for integer dtypes)."""
+    return TOLERANCES.get(dtype, dict(rtol=0.0, atol=0.0))
+
+
+def make_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """The same values as ``t`` in the memory layout ``layout`` (see LAYOUTS).
+    Layouts a rank cannot express fall back to contiguous."""
+    t = t.detach()
+    if layout == "contiguous" or t.dim() == 0:
+        return t.contiguous()
+    if layout == "channels_last_3d":
+        if t.dim() != 5:
+            return t.contiguous()
+        return t.contiguous(memory_format=torch.channels_last_3d)
+    if layout == "permuted":
+        if t.dim() < 2:
+            return t.contiguous()
+        return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if layout == "sliced":
+        shape = list(t.shape)
+        if not shape:
+            return t.contiguous()
+        shape[-1] *= 2
+        base = torch.zeros(shape, dtype=t.dtype, device=t.device)
+        view = base[..., ::2]
+        view.copy_(t)
+        return view
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+def make_tensor(shape: Sequence[int], dtype: torch.dtype, device="cpu", *, low: float = -4.0,
+                high: float = 4.0, layout: str = "contiguous", requires_grad: bool = False,
+                generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    """Random values in [low, high) (integers for integer dtypes) in a layout."""
+    if dtype.is_floating_point:
+        t = torch.rand(shape, dtype=torch.float64, generator=generator) * (high - low) + low
+    else:
+        t = torch.randint(int(low), int(high), shape, dtype=torch.int64, generator=generator)
+    t = make_layout(t.to(dtype=dtype, device=device), layout)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+@dataclasses.dataclass
+class SampleInput:
+    """Positional args and kwargs of one call of the operator."""
+
+    args: tuple
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    desc: str = ""
+    layout: str = "contiguous"
+    # True when the spec promises our result equals aten's bitwise (fp32/fp64).
+    exact_vs_aten: bool = False
+
+    def __repr__(self) -> str:  # short ids in pytest output
+        return f"SampleInput({self.desc or self.layout})"
+
+    def tensors(self) -> list:
+        return [a for a in self.args if isinstance(a, torch.Tensor)]
+
+    def map_tensors(self, fn: Callable[[torch.Tensor], Any]) -> "SampleInput":
+        conv = lambda a: fn(a) if isinstance(a, torch.Tensor) else a  # noqa: E731
+        return dataclasses.replace(self, args=tuple(conv(a) for a in self.args),
+                                   kwargs={k: conv(v) for k, v in self.kwargs.items()})
+
+
+@dataclasses.dataclass
+class ErrorInput:
+    """A call that breaks one contract rule and the exception it must raise."""
+
+    sample: SampleInput
+    exc: type
+    match: str  # regex the message must match after the "[torch_aclnn 16100x] op: " prefix
+    code: int = 161002
+    # Raised only where data is read (CPU/CUDA kernels), not by Meta/fake kernels.
+    data_dependent: bool = False
+    # Which overload the call targets: "default" or the out= overload's name.
+    overload: str = "default"
+
+    def __repr__(self) -> str:
+        return f"ErrorInput({self.sample.desc})"
+
+
+@dataclasses.dataclass
+class OpInfo:
+    name: str
+    family: str
+    dtypes: tuple
+    sample_inputs: Callable[[Any, torch.dtype, bool], Iterable[SampleInput]]
+    reference: Callable[..., torch.Tensor]
+    error_inputs: Callable[[Any], Iterable[ErrorInput]]
+    aten: Optional[Callable[..., torch.Tensor]] = None
+    # Positional arguments gradcheck differentiates (the others are held fixed).
+    grad_argnums: tuple = (0,)
+    # The out= overload ("grad_input") and the name of its out keyword.
+    out_overload: Optional[str] = None
+    out_kwarg: str = "grad_input"
+
+    @property
+    def packet(self):
+        return getattr(torch.ops.torch_aclnn, self.name)
+
+    @property
+    def op(self):
+        return self.packet.default
+
+    @property
+    def out_op(self):
+        return getattr(self.packet, self.out_overload) if self.out_overload else None
+
+    def samples(self, device="cpu", dtype=torch.float32, requires_grad=False) -> Iterator[SampleInput]:
+        yield from self.sample_inputs(device, dtype, requires_grad)
+
+    def errors(self, device="cpu") -> Iterator[ErrorInput]:
+        yield from self.error_inputs(device)
