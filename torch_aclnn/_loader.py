@@ -47,3 +47,10 @@ def load() -> None:
         cpu_isa = name
         return
     raise ImportError(f"{_BUILD_HINT}\nNo CPU kernel module could be loaded: {'; '.join(errors)}")
+
+
+def has_cuda_kernels() -> bool:
+    """Whether this build registered CUDA kernels (built with CUDA)."""
+    load()
+    return torch._C._dispatch_has_kernel_for_dispatch_key("torch_aclnn::elu", "CUDA") or \
+        torch._C._dispatch_has_kernel_for_dispatch_key("torch_aclnn::upsample_nearest3d", "CUDA")

@@ -56,8 +56,8 @@ inline void check_sizes(const char* op, c10::SymIntArrayRef output_size, c10::Sy
                       ") must be > 0, got ", fmt_list(input_size));
   }
   for (size_t i = 0; i < 3; ++i) {
-    ACLNN_CHECK_VALUE(!(scales[i].has_value() && std::isnan(*scales[i])), op, kScaleNames[i],
-                      " must be a number (> 0 to use the scales, <= 0 or None to ignore them), got nan");
+    ACLNN_CHECK_VALUE(!scales[i].has_value() || std::isfinite(*scales[i]), op, kScaleNames[i],
+                      " must be finite (> 0 to use the scales, <= 0 or None to ignore them), got ", *scales[i]);
   }
   if (!use_scales(scales)) return;
   for (size_t i = 0; i < 3; ++i) {
@@ -67,8 +67,8 @@ inline void check_sizes(const char* op, c10::SymIntArrayRef output_size, c10::Sy
     const c10::SymFloat out = output_size[i];
     const c10::SymFloat out_next = output_size[i] + 1;
     ACLNN_CHECK_VALUE(out <= prod && prod < out_next, op, "output_size[", i, "] must equal floor(",
-                      input_name, "[", 2 + i, "] * ", kScaleNames[i], ") = floor(", input_size[2 + i],
-                      " * ", *scales[i], ") when all scales are given, got ", output_size[i]);
+                      input_name, "[", 2 + i, "] * ", kScaleNames[i], ") = floor(", val(input_size[2 + i]),
+                      " * ", *scales[i], ") when all scales are given, got ", val(output_size[i]));
   }
 }
 
@@ -108,16 +108,16 @@ inline void check_backward(Mode mode, const at::Tensor& grad_output, c10::SymInt
                       fmt_list(output_size), ", got grad_output shape ", fmt_list(go));
   }
   ACLNN_CHECK_VALUE(go[0] == input_size[0] && go[1] == input_size[1], op,
-                    "grad_output's N, C must equal input_size[0:2] = [", input_size[0], ", ", input_size[1],
+                    "grad_output's N, C must equal input_size[0:2] = [", val(input_size[0]), ", ", val(input_size[1]),
                     "], got grad_output shape ", fmt_list(go));
   if (grad_input.defined()) {
     const auto gi = grad_input.sym_sizes();
     ACLNN_CHECK_VALUE(grad_input.dim() == 5 && gi[0] == input_size[0] && gi[1] == input_size[1], op,
-                      "grad_input's N, C must equal input_size[0:2] = [", input_size[0], ", ", input_size[1],
+                      "grad_input's N, C must equal input_size[0:2] = [", val(input_size[0]), ", ", val(input_size[1]),
                       "], got grad_input shape ", fmt_list(gi));
     ACLNN_CHECK_VALUE(gi[2] == input_size[2] && gi[3] == input_size[3] && gi[4] == input_size[4], op,
-                      "grad_input's D, H, W must equal input_size[2:5] = [", input_size[2], ", ",
-                      input_size[3], ", ", input_size[4], "], got grad_input shape ", fmt_list(gi));
+                      "grad_input's D, H, W must equal input_size[2:5] = ", fmt_list(input_size.slice(2)),
+                      ", got grad_input shape ", fmt_list(gi));
   }
 }
 

@@ -134,6 +134,8 @@ class OpInfo:
     # The out= overload ("grad_input") and the name of its out keyword.
     out_overload: Optional[str] = None
     out_kwarg: str = "grad_input"
+    # The result dtype of a sample when it is not the dtype the sample was made with.
+    result_dtype: Optional[Callable[[SampleInput], torch.dtype]] = None
 
     @property
     def packet(self):

@@ -1,0 +1,189 @@
+"""Tests every operator gets, generic over the OpInfos of torch_aclnn.testing:
+the float64 spec reference, bitwise equality with aten where the spec promises
+it, the out= overload, Meta/fake kernels, opcheck, gradcheck/gradgradcheck,
+torch.compile, and every contract error on real, meta and compiled calls."""
+import re
+
+import pytest
+import torch
+
+from torch_aclnn.testing import OPS, tolerance
+
+OP_DTYPES = [pytest.param(name, dt, id=f"{name}-{str(dt).replace('torch.', '')}")
+             for name, info in OPS.items() for dt in info.dtypes]
+OP_NAMES = list(OPS)
+FLOAT_OPS = [name for name in OPS if torch.float64 in OPS[name].dtypes]
+
+
+def _cpu(sample):
+    return sample.map_tensors(lambda t: t.detach().cpu())
+
+
+def _grad_inputs(info, sample):
+    return [sample.args[i] for i in info.grad_argnums if isinstance(sample.args[i], torch.Tensor)]
+
+
+def _call_with(info, sample, tensors):
+    """info.op(sample) with its differentiable args replaced by `tensors`."""
+    args = list(sample.args)
+    for i, t in zip(info.grad_argnums, tensors):
+        args[i] = t
+    return info.op(*args, **sample.kwargs)
+
+
+@pytest.mark.parametrize("name,dtype", OP_DTYPES)
+def test_matches_reference(device, name, dtype):
+    info = OPS[name]
+    n = 0
+    for s in info.samples(device, dtype):
+        out = info.op(*s.args, **s.kwargs)
+        ref = info.reference(*_cpu(s).args, **_cpu(s).kwargs)
+        assert out.device.type == torch.device(device).type
+        assert out.shape == ref.shape, s
+        if info.result_dtype is None:
+            assert out.dtype == dtype, s
+        else:
+            assert out.dtype == info.result_dtype(s), s
+        torch.testing.assert_close(out.cpu().double(), ref, check_dtype=False, equal_nan=True,
+                                   msg=lambda m: f"{s}: {m}", **tolerance(out.dtype))
+        n += 1
+    assert n > 0
+
+
+@pytest.mark.parametrize("name,dtype", [p for p in OP_DTYPES if p.values[1] in (torch.float32, torch.float64)])
+def test_bitwise_equal_to_aten(device, name, dtype):
+    info = OPS[name]
+    if info.aten is None:
+        pytest.skip(f"{name} has no aten counterpart")
+    exact = [s for s in info.samples(device, dtype) if s.exact_vs_aten]
+    assert exact, f"{name}: no sample promises bitwise equality"
+    for s in exact:
+        ours, theirs = info.op(*s.args, **s.kwargs), info.aten(*s.args, **s.kwargs)
+        assert torch.equal(ours, theirs), f"{s}: max diff {(ours.double() - theirs.double()).abs().max()}"
+
+
+@pytest.mark.parametrize("name,dtype", [p for p in OP_DTYPES if OPS[p.values[0]].out_overload])
+def test_out_variant(device, name, dtype):
+    info = OPS[name]
+    for s in info.samples(device, dtype):
+        expected = info.op(*s.args, **s.kwargs)
+        for fmt in (torch.contiguous_format, torch.channels_last_3d):
+            if fmt == torch.channels_last_3d and expected.dim() != 5:
+                continue
+            out = torch.full_like(expected, float("nan") if dtype.is_floating_point else 7, memory_format=fmt)
+            got = info.out_op(*s.args, **s.kwargs, **{info.out_kwarg: out})
+            assert got is out or got.data_ptr() == out.data_ptr()
+            assert torch.equal(out, expected), s
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_meta_matches_real(name):
+    """The Meta (fake) kernel gives the real kernel's shape, dtype and strides."""
+    info = OPS[name]
+    for s in info.samples("cpu", info.dtypes[0]):
+        real = info.op(*s.args, **s.kwargs)
+        meta = info.op(*s.map_tensors(lambda t: t.detach().to("meta")).args, **s.kwargs)
+        assert meta.device.type == "meta"
+        assert (meta.shape, meta.dtype) == (real.shape, real.dtype), s
+        if real.numel() > 1:
+            assert meta.stride() == real.stride(), s
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_opcheck(device, name, requires_grad):
+    info = OPS[name]
+    dtype = torch.float64 if torch.float64 in info.dtypes else info.dtypes[0]
+    if requires_grad and not dtype.is_floating_point:
+        pytest.skip("integer dtypes cannot require grad")
+    for s in info.samples(device, dtype, requires_grad):
+        torch.library.opcheck(info.op, s.args, s.kwargs)
+
+
+@pytest.mark.parametrize("name", FLOAT_OPS)
+def test_gradcheck(device, name):
+    info = OPS[name]
+    for s in info.samples(device, torch.float64, True):
+        inputs = _grad_inputs(info, s)
+        if not inputs or any(t.numel() == 0 for t in inputs):
+            continue
+        fn = lambda *ts: _call_with(info, s, ts)  # noqa: E731
+        assert torch.autograd.gradcheck(fn, inputs, fast_mode=True), s
+        assert torch.autograd.gradgradcheck(fn, inputs, fast_mode=True), s
+
+
+@pytest.mark.parametrize("name", FLOAT_OPS)
+def test_compile_forward_backward(device, name):
+    """torch.compile(fullgraph=True, dynamic=True) of the op, and the backward
+    AOTAutograd derives from its autograd formula, match eager."""
+    info = OPS[name]
+    eager = lambda s, *ts: _call_with(info, s, ts)  # noqa: E731
+    for s in info.samples(device, torch.float32, True):
+        inputs = _grad_inputs(info, s)
+        if any(t.numel() == 0 for t in inputs):
+            continue
+        torch._dynamo.reset()  # one compilation per sample (layouts and sizes differ)
+        compiled = torch.compile(eager, fullgraph=True, dynamic=True, backend="aot_eager")
+        results = []
+        for fn in (eager, compiled):
+            leaves = [t.detach().clone().requires_grad_(True) for t in inputs]
+            out = fn(s, *leaves)
+            (out * out).sum().backward()
+            results.append((out.detach(), [t.grad for t in leaves]))
+        (out_e, grads_e), (out_c, grads_c) = results
+        torch.testing.assert_close(out_c, out_e, msg=lambda m: f"{s}: {m}")
+        for ge, gc in zip(grads_e, grads_c):
+            torch.testing.assert_close(gc, ge, msg=lambda m: f"{s}: {m}")
+
+
+def _error_params():
+    for name, info in OPS.items():
+        for i, e in enumerate(info.errors("cpu")):
+            yield pytest.param(name, i, id=f"{name}-{re.sub(r'[^A-Za-z0-9]+', '_', e.sample.desc)}")
+
+
+ERROR_PARAMS = list(_error_params())
+
+
+def _expect(e, name):
+    return rf"^\[torch_aclnn {e.code}\] {name}: .*{e.match}"
+
+
+def _target(info, e):
+    return info.op if e.overload == "default" else getattr(info.packet, e.overload)
+
+
+@pytest.mark.parametrize("name,index", ERROR_PARAMS)
+def test_contract_error(device, name, index):
+    info = OPS[name]
+    e = list(info.errors(device))[index]
+    with pytest.raises(e.exc, match=_expect(e, name)):
+        _target(info, e)(*e.sample.args, **e.sample.kwargs)
+
+
+@pytest.mark.parametrize("name,index", ERROR_PARAMS)
+def test_contract_error_meta(name, index):
+    info = OPS[name]
+    e = list(info.errors("cpu"))[index]
+    if e.data_dependent:
+        pytest.skip("data-dependent rule: checked where the data is read (real kernels)")
+    s = e.sample.map_tensors(lambda t: t.to("meta"))
+    with pytest.raises(e.exc, match=_expect(e, name)):
+        _target(info, e)(*s.args, **s.kwargs)
+
+
+@pytest.mark.parametrize("name,index", ERROR_PARAMS)
+def test_contract_error_compiled(name, index):
+    """Under torch.compile the fake kernel raises; dynamo re-raises it as a
+    TorchRuntimeError whose message carries the original type and message."""
+    info = OPS[name]
+    e = list(info.errors("cpu"))[index]
+    if e.data_dependent:
+        pytest.skip("data-dependent rule: checked where the data is read (real kernels)")
+    torch._dynamo.reset()
+    target = _target(info, e)
+    fn = torch.compile(lambda *a, **k: target(*a, **k), backend="eager", fullgraph=True, dynamic=True)
+    with pytest.raises(Exception) as raised:
+        fn(*e.sample.args, **e.sample.kwargs)
+    text = f"{type(raised.value).__name__}: {raised.value}"
+    assert e.exc.__name__ in text and re.search(rf"\[torch_aclnn {e.code}\] {name}: .*{e.match}", text), text
