@@ -1,0 +1,226 @@
+"""``python -m torch_aclnn check``: the verification report.
+
+For every operator x dtype x memory layout on the chosen device: the max error
+against the float64 spec reference (and whether it is within the tolerance
+stated once in torch_aclnn.testing.TOLERANCES); per operator: float64
+gradcheck and gradgradcheck, torch.library.opcheck, torch.compile
+(fullgraph, dynamic) vs eager, bitwise equality with aten where the spec
+promises it, and every contract-error row on real and meta tensors.
+Exit status 1 if anything fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import traceback
+from typing import Callable
+
+import torch
+
+from ._progress import Progress
+from .testing import LAYOUTS, OPS, tolerance
+
+DTYPE_NAMES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+               "bfloat16": torch.bfloat16, "int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16,
+               "int32": torch.int32, "int64": torch.int64}
+
+
+def _short(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _status(fn: Callable[[], object]) -> tuple[str, str]:
+    try:
+        fn()
+        return "ok", ""
+    except Exception as e:  # the report records any failure
+        return "FAIL", f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+
+
+def _numerics(info, device, dtype):
+    """{layout: (max abs error, within tolerance)} over the samples of each layout."""
+    res = {}
+    for s in info.samples(device, dtype):
+        out = info.op(*s.args, **s.kwargs)
+        cpu = s.map_tensors(lambda t: t.detach().cpu())
+        ref = info.reference(*cpu.args, **cpu.kwargs)
+        got = out.detach().cpu().double()
+        tol = tolerance(out.dtype)
+        finite = torch.isfinite(ref)
+        err = (got - ref).abs()
+        err = err[finite].max().item() if finite.any() else 0.0
+        ok = got.shape == ref.shape and bool(torch.isclose(got, ref, equal_nan=True, **tol).all())
+        prev = res.get(s.layout, (0.0, True))
+        res[s.layout] = (max(prev[0], err), prev[1] and ok)
+    return res
+
+
+def _grad_inputs(info, s):
+    return [s.args[i] for i in info.grad_argnums if isinstance(s.args[i], torch.Tensor)]
+
+
+def _gradchecks(info, device):
+    def run(second: bool):
+        for s in info.samples(device, torch.float64, True):
+            inputs = _grad_inputs(info, s)
+            if not inputs or any(t.numel() == 0 for t in inputs):
+                continue
+
+            def fn(*ts, s=s):
+                args = list(s.args)
+                for i, t in zip(info.grad_argnums, ts):
+                    args[i] = t
+                return info.op(*args, **s.kwargs)
+
+            check = torch.autograd.gradgradcheck if second else torch.autograd.gradcheck
+            if not check(fn, inputs, fast_mode=True):
+                raise AssertionError(f"{s}")
+    return run
+
+
+def _opcheck(info, device, limit):
+    dtype = torch.float64 if torch.float64 in info.dtypes else info.dtypes[0]
+    for rg in ((False, True) if dtype.is_floating_point else (False,)):
+        for i, s in enumerate(info.samples(device, dtype, rg)):
+            if i >= limit:
+                break
+            torch.library.opcheck(info.op, s.args, s.kwargs)
+
+
+def _compile(info, device, limit):
+    dtype = torch.float32 if torch.float32 in info.dtypes else info.dtypes[0]
+    for i, s in enumerate(info.samples(device, dtype)):
+        if i >= limit:
+            break
+        torch._dynamo.reset()
+        fn = torch.compile(lambda *a, **k: info.op(*a, **k), fullgraph=True, dynamic=True, backend="aot_eager")
+        torch.testing.assert_close(fn(*s.args, **s.kwargs), info.op(*s.args, **s.kwargs), rtol=0, atol=0,
+                                   equal_nan=True)
+
+
+def _aten(info, device):
+    n = ok = 0
+    if info.aten is None:
+        return "n/a"
+    for dtype in (torch.float32, torch.float64):
+        if dtype not in info.dtypes:
+            continue
+        for s in info.samples(device, dtype):
+            if s.exact_vs_aten:
+                n += 1
+                ok += torch.equal(info.op(*s.args, **s.kwargs), info.aten(*s.args, **s.kwargs))
+    return f"{ok}/{n}" if n else "n/a"
+
+
+def _errors(info, device):
+    n = ok = 0
+    for e in info.errors(device):
+        target = info.op if e.overload == "default" else getattr(info.packet, e.overload)
+        pattern = rf"^\[torch_aclnn {e.code}\] {info.name}: .*{e.match}"
+        variants = [(device, e.sample)]
+        if not e.data_dependent:
+            variants.append(("meta", e.sample.map_tensors(lambda t: t.to("meta"))))
+        for _, s in variants:
+            n += 1
+            try:
+                target(*s.args, **s.kwargs)
+            except e.exc as ex:
+                ok += bool(re.search(pattern, str(ex)))
+            except Exception:
+                pass
+    return ok, n
+
+
+def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_path=None, stream=sys.stdout) -> int:
+    names = [n for n in OPS if not ops or n in ops]
+    plan = [(n, dt) for n in names for dt in OPS[n].dtypes if not dtypes or dt in dtypes]
+    bar = Progress(len(plan) + len(names), label=f"check {device}")
+    numerics, per_op, failures = [], {}, []
+    for name, dtype in plan:
+        bar.step(f"{name} {_short(dtype)}")
+        try:
+            res = _numerics(OPS[name], device, dtype)
+        except Exception as e:
+            res = {"error": (float("nan"), False)}
+            failures.append(f"{name} {_short(dtype)}: {type(e).__name__}: {e}")
+        numerics.append((name, dtype, res))
+    limit = 2 if quick else 1000
+    for name in names:
+        bar.step(name)
+        info = OPS[name]
+        floating = torch.float64 in info.dtypes
+        row = {}
+        row["gradcheck"] = _status(lambda: _gradchecks(info, device)(False)) if floating else ("n/a", "")
+        row["gradgradcheck"] = _status(lambda: _gradchecks(info, device)(True)) if floating else ("n/a", "")
+        row["opcheck"] = _status(lambda: _opcheck(info, device, 3 if quick else limit))
+        row["compile"] = _status(lambda: _compile(info, device, limit))
+        a = _aten(info, device)
+        row["bitwise vs aten"] = (a, "")
+        ok, n = _errors(info, device)
+        row["contract errors"] = (f"{ok}/{n}", "")
+        per_op[name] = row
+        for k, (v, why) in row.items():
+            if v == "FAIL" or ("/" in v and v.split("/")[0] != v.split("/")[1]):
+                failures.append(f"{name} {k}: {why or v}")
+    bar.close()
+
+    w = stream.write
+    w(f"\n## torch_aclnn verification report — device {device}, torch {torch.__version__}\n\n")
+    w("### Max |error| vs the float64 spec reference (ok = within tolerance)\n\n")
+    w("| operator | dtype | " + " | ".join(LAYOUTS) + " |\n|---|---|" + "---|" * len(LAYOUTS) + "\n")
+    for name, dtype, res in numerics:
+        cells = []
+        for layout in LAYOUTS:
+            if layout in res:
+                err, ok = res[layout]
+                cells.append(f"{err:.2e} {'ok' if ok else 'FAIL'}")
+                if not ok:
+                    failures.append(f"{name} {_short(dtype)} {layout}: max error {err:.3e} out of tolerance")
+            else:
+                cells.append("-")
+        w(f"| {name} | {_short(dtype)} | " + " | ".join(cells) + " |\n")
+    cols = ["gradcheck", "gradgradcheck", "opcheck", "compile", "bitwise vs aten", "contract errors"]
+    w("\n### Per operator\n\n| operator | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols) + "\n")
+    for name, row in per_op.items():
+        w(f"| {name} | " + " | ".join(row[c][0] for c in cols) + " |\n")
+    w(f"\n{'ALL PASSED' if not failures else f'{len(failures)} FAILED'}\n")
+    for f in failures:
+        w(f"  FAIL {f}\n")
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump({"device": device, "torch": torch.__version__, "failures": failures,
+                       "numerics": [{"op": n, "dtype": _short(d), "layouts": {k: {"max_error": v[0], "ok": v[1]}
+                                                                               for k, v in r.items()}}
+                                    for n, d, r in numerics],
+                       "per_op": {n: {k: v[0] for k, v in row.items()} for n, row in per_op.items()}},
+                      fh, indent=2)
+    return 1 if failures else 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda or npu")
+    p.add_argument("--dtype", action="append", choices=sorted(DTYPE_NAMES), help="only these dtypes (repeatable)")
+    p.add_argument("--op", action="append", help="only these operators (repeatable), e.g. elu_backward")
+    p.add_argument("--quick", action="store_true", help="fewer opcheck/compile samples")
+    p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.op:
+        unknown = [o for o in args.op if o not in OPS]
+        if unknown:
+            print(f"unknown operator(s) {unknown}; known: {sorted(OPS)}", file=sys.stderr)
+            return 2
+    try:
+        torch.empty(0, device=args.device)
+    except Exception as e:
+        print(f"device {args.device!r} is not available: {e}", file=sys.stderr)
+        return 2
+    dtypes = [DTYPE_NAMES[d] for d in args.dtype] if args.dtype else None
+    try:
+        return run(args.device, dtypes, args.op, args.quick, args.json)
+    except Exception:
+        traceback.print_exc()
+        return 1
