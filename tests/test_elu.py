@@ -270,6 +270,17 @@ def test_out_refuses_autograd():
         ta.elu_backward(g, 1.0, 1.0, 1.0, False, x, out=torch.empty_like(g))
 
 
+@pytest.mark.parametrize("is_result", [False, True])
+def test_opcheck_out_overload(is_result):
+    """Schema (mutation of grad_input only) and fake kernel of the out=
+    overload. (AOT dispatch is not checked: functionalization does not accept
+    a custom op returning an alias of its out argument.)"""
+    g, x = _bwd_args(torch.float64)
+    for out in (torch.empty_like(g), torch.empty(8, 6, dtype=torch.float64).t()):
+        torch.library.opcheck(ops.elu_backward.grad_input, (g, 1.3, 1.1, 0.7, is_result, x.abs()),
+                              {"grad_input": out}, test_utils=("test_schema", "test_faketensor"))
+
+
 def test_out_empty():
     g = torch.empty(0, 3)
     out = torch.empty(0, 3)
