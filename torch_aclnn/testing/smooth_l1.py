@@ -66,22 +66,30 @@ def aten_backward(grad_output, self, target, reduction, beta):
 
 
 # ---------------------------------------------------------------------------
-# Samples: (self shape, target shape, grad_output shape for 'none' or None for
-# "the loss's shape") x reduction x beta x layout.
+# Samples: self shape, target shape, grad_output shape for 'none' (None: the
+# loss's shape), and the reductions each is tried with, at beta = 1; then
+# the other betas. Layouts rotate over the samples.
+
+_NONE, _MEAN, _SUM = 0, 1, 2
+_ALL = (_NONE, _MEAN, _SUM)
 
 _SHAPES = [
-    ((4, 5), (4, 5), None),                 # same shapes
-    ((2, 3, 2, 3, 4), (2, 3, 2, 3, 4), None),  # 5-D (channels_last_3d layout)
-    ((3, 1, 4), (5, 1), None),              # both broadcast
-    ((1, 6), (4, 1), (2, 4, 6)),            # grad_output adds a leading dim ('none')
-    ((2, 3), (), None),                     # 0-dim target
-    ((), (), None),                         # 0-dim both
-    ((1, 1, 1), (1,), None),                # size-1 axes
-    ((0, 3), (3,), None),                   # empty
-    ((37,), (37,), None),                   # vector tail (not a multiple of the vector width)
+    ((4, 5), (4, 5), None, _ALL),                      # same shapes
+    ((2, 3, 2, 3, 4), (2, 3, 2, 3, 4), None, (_SUM, _MEAN, _NONE)),  # 5-D ('none' meets channels_last_3d)
+    ((3, 1, 4), (5, 1), None, _ALL),                   # both broadcast
+    ((1, 6), (4, 1), (2, 4, 6), _ALL),                 # grad_output adds a leading dim ('none')
+    ((2, 3), (), None, (_NONE, _SUM)),                 # 0-dim target
+    ((), (), None, (_MEAN,)),                          # 0-dim both
+    ((1, 1, 1), (1,), None, (_NONE,)),                 # size-1 axes
+    # empty ('mean' of it is NaN, which opcheck's output comparison cannot
+    # take: tests/test_smooth_l1.py covers it)
+    ((0, 3), (3,), None, (_NONE, _SUM)),
+    ((37,), (37,), None, (_NONE, _MEAN)),              # vector tails
 ]
 
-_BETAS = (0.5, 2.5, 0.0)  # besides 1.0; 0.0 is plain L1
+# beta, the shapes (indices into _SHAPES) it is tried on with 'none' and with
+# 'mean' / 'sum'. beta = 0 is plain L1 (random data never has d == 0).
+_BETAS = [(0.5, 2, 0, _SUM), (2.5, 1, 3, _MEAN), (0.0, 3, 2, _MEAN), (0.0, 0, 1, _SUM)]
 
 
 def _layout(shape, k):
@@ -93,20 +101,17 @@ def _layout(shape, k):
 
 
 def _cases():
-    """(self shape, target shape, grad shape, reduction, beta, layout): every
-    shape with every reduction at beta=1, every other beta with every
-    reduction; layouts rotate so that each shape meets several of them (the
-    5-D one meets channels_last_3d)."""
-    for i, (s, t, g) in enumerate(_SHAPES):
-        for reduction in REDUCTIONS:
-            # The 'mean' loss of no elements is NaN, which opcheck's output
-            # comparison cannot take; tests/test_smooth_l1.py covers it.
-            if reduction != 1 or math.prod(torch.broadcast_shapes(s, t)) > 0:
-                yield s, t, g, reduction, 1.0, _layout(s, i + reduction)
-    for i, beta in enumerate(_BETAS):
-        for reduction in REDUCTIONS:
-            s, t, g = _SHAPES[(i + reduction) % 3 + 1]
-            yield s, t, g, reduction, beta, _layout(s, i + 2 * reduction)
+    """(self shape, target shape, grad shape, reduction, beta, layout)."""
+    k = 0
+    for s, t, g, reductions in _SHAPES:
+        for reduction in reductions:
+            yield s, t, g, reduction, 1.0, _layout(s, k)
+            k += 1
+    for beta, i_none, i_reduced, reduction in _BETAS:
+        for i, r in ((i_none, _NONE), (i_reduced, reduction)):
+            s, t, g, _ = _SHAPES[i]
+            yield s, t, g, r, beta, _layout(s, k)
+            k += 1
 
 
 def _forward_samples(device, dtype, requires_grad):
@@ -121,6 +126,10 @@ def _forward_samples(device, dtype, requires_grad):
                           exact_vs_aten=reduction == 0 and dtype in (torch.float32, torch.float64))
 
 
+def _pow2_or_zero(beta: float) -> bool:
+    return beta == 0 or math.frexp(beta)[0] == 0.5
+
+
 def _backward_samples(device, dtype, requires_grad):
     for s, t, g, reduction, beta, layout in _cases():
         # 'none': grad_output has the loss's shape (or broadcasts to more);
@@ -131,7 +140,12 @@ def _backward_samples(device, dtype, requires_grad):
         y = make_tensor(t, dtype, device, layout=layout, requires_grad=requires_grad)
         yield SampleInput((go, x, y, reduction, beta),
                           desc=f"g{list(g_shape)},{list(s)},{list(t)} {REDUCTIONS[reduction]} beta={beta} {layout}",
-                          layout=layout)
+                          layout=layout,
+                          # aten's vectorised loop computes norm * (d / beta) * g
+                          # as we do, its scalar loop (tails, strided inputs)
+                          # norm * d * g / beta: the same bits when dividing by
+                          # beta is exact (a power of two; 0 never divides).
+                          exact_vs_aten=_pow2_or_zero(beta) and dtype in (torch.float32, torch.float64))
 
 
 # ---------------------------------------------------------------------------
