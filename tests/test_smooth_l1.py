@@ -342,7 +342,8 @@ def test_none_is_161001(arg):
     x = make_tensor((2, 3), f32)
     args = dict(grad_output=x, input=x, target=x, reduction="none", beta=1.0)
     args[arg] = None
-    with pytest.raises(TypeError, match=rf"^\[torch_aclnn 161001\] smooth_l1_loss_backward: {arg} is required, got None"):
+    message = rf"^\[torch_aclnn 161001\] smooth_l1_loss_backward: {arg} is required, got None"
+    with pytest.raises(TypeError, match=message):
         torch_aclnn.smooth_l1_loss_backward(*args.values())
     if arg != "grad_output":
         del args["grad_output"]

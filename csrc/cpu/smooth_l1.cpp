@@ -35,7 +35,6 @@
 #include <ATen/cpu/vec/vec.h>
 #include <ATen/native/cpu/Loops.h>
 #include <ATen/ops/empty.h>
-#include <c10/util/irange.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -340,9 +339,8 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, cons
                    target = as_dtype(target_, dtype);
   // 'mean': the derivative of the mean over broadcast(self, target) (spec §4;
   // not self.numel(), which aten uses).
-  const double norm =
-      reduction == kMean ? 1.0 / static_cast<double>(c10::multiply_integers(at::infer_size(self.sizes(), target.sizes())))
-                         : 1.0;
+  const int64_t loss_numel = c10::multiply_integers(at::infer_size(self.sizes(), target.sizes()));
+  const double norm = reduction == kMean ? 1.0 / static_cast<double>(loss_numel) : 1.0;
   grad_into(grad_output, self, target, beta, norm, grad_input);
 }
 

@@ -125,9 +125,10 @@ def _backward_backward(ctx, gg):
     if need_self or need_target:
         # Second derivative: norm / beta inside |d| < beta, 0 outside (and
         # everywhere for beta == 0). |d| is compared in the kernels' opmath.
-        d = self - target
+        s, t = self.detach(), target.detach()  # the mask is piecewise constant in them
+        d = s - t
         if d.dtype in (torch.float16, torch.bfloat16):
-            d = self.float() - target.float()
+            d = s.float() - t.float()
         numel = math.prod(torch.broadcast_shapes(self.shape, target.shape))
         norm = 1.0 / numel if reduction == 1 and numel > 0 else 1.0
         if beta > 0:
