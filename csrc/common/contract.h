@@ -29,12 +29,20 @@
 
 namespace torch_aclnn {
 
-// "[2, 3, 4]" for any printable array (IntArrayRef, SymIntArrayRef, ...).
+// The value of a size for an error message. Only called once a check has
+// failed (TORCH_CHECK builds its message lazily), so turning a symbolic size
+// into its concrete value (a guard) costs nothing: the trace is over anyway.
+inline int64_t val(int64_t v) { return v; }
+inline int64_t val(const c10::SymInt& v) {
+  return v.is_symbolic() && v.has_hint() ? v.guard_int(__FILE__, __LINE__) : v.expect_int();
+}
+
+// "[2, 3, 4]" for an array of sizes (IntArrayRef or SymIntArrayRef).
 template <typename Array>
 std::string fmt_list(const Array& a) {
   std::ostringstream os;
   os << "[";
-  for (size_t i = 0; i < a.size(); ++i) os << (i ? ", " : "") << a[i];
+  for (size_t i = 0; i < a.size(); ++i) os << (i ? ", " : "") << val(a[i]);
   os << "]";
   return os.str();
 }
