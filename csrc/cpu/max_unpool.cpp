@@ -14,7 +14,8 @@
 // = self[n][c][i]. Each (n, c) plane is written by one task in increasing i,
 // so for duplicate indices the largest flat input position wins, on any number
 // of threads. Tasks are planes (contiguous output) or (n, block of channels)
-// pairs (channels_last_3d output, so a pixel's channels are written together).
+// pairs (channels_last_3d output, so a pixel's channels are written together);
+// each zeroes its part of the output just before scattering into it.
 //
 // Backward (gather): grad_input[n][c][i] = grad_output[n][c][indices[n][c][i]],
 // split over all elements of grad_input in memory order.
@@ -157,24 +158,38 @@ int64_t channel_block(const Geometry& g, const Planes& op) {
   return cb;
 }
 
-// `out` is zero-filled here when `zero_planes` (its planes are dense rows: each
-// task zeroes the plane it then writes, while it is in cache), by the caller
-// otherwise.
+// Zeroes the part of `out` task (n, channels [c0, c1)) owns, just before it
+// scatters into it (so the lines are still cached; a separate full-tensor
+// fill of a large output may use non-temporal stores and leave none cached).
+template <typename T>
+void zero_block(T* on, Planes op, int64_t c0, int64_t c1, int64_t oS) {
+  if (op.sK == 1) {  // dense planes (contiguous output)
+    for (int64_t c = c0; c < c1; ++c) std::fill_n(on + c * op.sC, oS, T(0));
+  } else if (op.sC == 1) {  // dense pixels (channels_last_3d output)
+    for (int64_t k = 0; k < oS; ++k) std::fill_n(on + k * op.sK + c0, c1 - c0, T(0));
+  } else {
+    for (int64_t c = c0; c < c1; ++c) {
+      for (int64_t k = 0; k < oS; ++k) on[c * op.sC + k * op.sK] = T(0);
+    }
+  }
+}
+
 template <typename T>
 void scatter_kernel(const T* x, Planes sp, const int64_t* ix, Planes xp, T* out, Planes op, const Geometry& g,
-                    bool zero_planes, FirstBad& bad) {
+                    FirstBad& bad) {
   const int64_t N = g.N, C = g.C, S = g.S, oS = g.oS;
-  const int64_t cb = zero_planes ? 1 : channel_block<T>(g, op);
+  const int64_t cb = channel_block<T>(g, op);
   const int64_t blocks = (C + cb - 1) / cb;
-  at::parallel_for(0, N * blocks, cpu::grain_for(S * cb), [&](int64_t b, int64_t e) {
+  at::parallel_for(0, N * blocks, cpu::grain_for((S + oS) * cb), [&](int64_t b, int64_t e) {
     int64_t first_bad = kNone;
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / blocks, c0 = (t % blocks) * cb, c1 = std::min(C, c0 + cb);
+      T* on = out + n * op.sN;
+      zero_block(on, op, c0, c1, oS);
       if (c1 - c0 == 1) {
         const T* xs = x + n * sp.sN + c0 * sp.sC;
         const int64_t* is = ix + n * xp.sN + c0 * xp.sC;
-        T* os = out + n * op.sN + c0 * op.sC;
-        if (zero_planes) std::fill(os, os + oS, T(0));
+        T* os = on + c0 * op.sC;
         const int64_t xK = sp.sK, iK = xp.sK, oK = op.sK;
         for (int64_t i = 0; i < S; ++i) {
           const int64_t v = is[i * iK];
@@ -187,7 +202,6 @@ void scatter_kernel(const T* x, Planes sp, const int64_t* ix, Planes xp, T* out,
       } else {
         const T* xn = x + n * sp.sN;
         const int64_t* in = ix + n * xp.sN;
-        T* on = out + n * op.sN;
         for (int64_t i = 0; i < S; ++i) {
           for (int64_t c = c0; c < c1; ++c) {
             const int64_t v = in[c * xp.sC + i * xp.sK];
@@ -217,14 +231,12 @@ at::Tensor forward_cpu(const at::Tensor& self_, const at::Tensor& indices_, c10:
   const at::Tensor indices = flattenable(indices_, fmt);
   const Geometry g = geometry(self, output_size);
   const int64_t* ix = indices.const_data_ptr<int64_t>();
-  const Planes xp = planes_of(indices), op = planes_of(out);
-  const bool zero_planes = fmt == MemoryFormat::Contiguous;
-  if (!zero_planes) out.zero_();
+  const Planes xp = planes_of(indices);
   FirstBad bad;
   dispatch_by_size(self.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
     scatter_kernel<T>(static_cast<const T*>(self.const_data_ptr()), planes_of(self), ix, xp,
-                      static_cast<T*>(out.mutable_data_ptr()), op, g, zero_planes, bad);
+                      static_cast<T*>(out.mutable_data_ptr()), planes_of(out), g, bad);
   });
   check_indices_found(kForward, bad, g, ix, xp, output_size);
   return out;

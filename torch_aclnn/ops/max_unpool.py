@@ -34,18 +34,17 @@ def _triple(op: str, name: str, value) -> list:
 def _unpool_output_size(op: str, input: torch.Tensor, kernel_size: list, stride: list, padding: list,
                         output_size) -> list:
     """F.max_unpool3d's output size: (in - 1) * stride + kernel_size - 2 * padding
-    per axis, or ``output_size`` (3 or ndim elements) when it lies strictly
-    within ``stride`` of that default."""
+    per axis, or ``output_size`` ((D, H, W), or 5 elements whose last three
+    are used) when it lies strictly within ``stride`` of that default."""
     spatial = input.shape[-3:]
     default = [(spatial[d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(3)]
     if output_size is None:
         return default
     output_size = list(output_size)
-    if len(output_size) == input.dim():
-        output_size = output_size[-3:]
+    if len(output_size) == 5:
+        output_size = output_size[2:]
     if len(output_size) != 3:
-        raise invalid(op, f"output_size must have 3 or {input.dim()} elements (input is {input.dim()}-D), "
-                      f"got {output_size}")
+        raise invalid(op, f"output_size must have 3 (D, H, W) or 5 elements, got {output_size}")
     for d in range(3):
         lo, hi = default[d] - stride[d], default[d] + stride[d]
         if not (lo < output_size[d] < hi):
