@@ -129,15 +129,15 @@ def _forward_samples(device, dtype, requires_grad):
             i = make_layout(idx.to(device), layout)
             yield SampleInput((x, i, out, stride, padding), desc=f"{desc} {list(idx.shape)}->{out} {layout}",
                               layout=layout, exact_vs_aten=unique)
-    # Mixed layouts and an index tensor expanded over N (stride 0).
+    # Mixed layouts (`layout` names self's) and an index tensor expanded over N (stride 0).
     idx, out = _pooled((1, 3, 4, 4, 6), 2, 2, 0, torch.Generator().manual_seed(7))
     x = make_tensor((2, 3, 2, 2, 3), dtype, device, layout="channels_last_3d", requires_grad=requires_grad)
     yield SampleInput((x, make_layout(idx.expand(2, -1, -1, -1, -1).to(device), "permuted"), out, [2, 2, 2],
-                       [0, 0, 0]), desc="self channels_last_3d, indices permuted", layout="mixed",
+                       [0, 0, 0]), desc="self channels_last_3d, indices permuted", layout="channels_last_3d",
                       exact_vs_aten=True)
     x = make_tensor((2, 3, 2, 2, 3), dtype, device, layout="sliced", requires_grad=requires_grad)
     yield SampleInput((x, idx.expand(2, -1, -1, -1, -1).to(device), out, [2, 2, 2], [0, 0, 0]),
-                      desc="self sliced, indices expanded over N", layout="mixed", exact_vs_aten=True)
+                      desc="self sliced, indices expanded over N", layout="sliced", exact_vs_aten=True)
 
 
 def _backward_samples(device, dtype, requires_grad):
@@ -149,17 +149,19 @@ def _backward_samples(device, dtype, requires_grad):
             i = make_layout(idx.to(device), layout)
             yield SampleInput((g, s, i, out, stride, padding), desc=f"{desc} {lead + out}->{list(idx.shape)} {layout}",
                               layout=layout, exact_vs_aten=True)
-    # Mixed layouts; self as a stride-0 stand-in (only its shape and dtype are read).
+    # Mixed layouts (`layout` names grad_output's); self as a stride-0 stand-in
+    # (only its shape and dtype are read).
     idx, out = _pooled((2, 3, 4, 4, 6), 2, 2, 0, torch.Generator().manual_seed(7))
     g = make_tensor([2, 3] + out, dtype, device, layout="sliced", requires_grad=requires_grad)
     s = torch.zeros((), dtype=dtype, device=device).expand(idx.shape)
     yield SampleInput((g, s, make_layout(idx.to(device), "channels_last_3d"), out, [2, 2, 2], [0, 0, 0]),
-                      desc="grad_output sliced, indices channels_last_3d, self expanded", layout="mixed",
+                      desc="grad_output sliced, indices channels_last_3d, self expanded", layout="sliced",
                       exact_vs_aten=True)
     g = make_tensor([2, 3] + out, dtype, device, layout="channels_last_3d", requires_grad=requires_grad)
     s = make_tensor(idx.shape, dtype, device)
     yield SampleInput((g, s, make_layout(idx.to(device), "permuted"), out, [2, 2, 2], [0, 0, 0]),
-                      desc="grad_output channels_last_3d, indices permuted", layout="mixed", exact_vs_aten=True)
+                      desc="grad_output channels_last_3d, indices permuted", layout="channels_last_3d",
+                      exact_vs_aten=True)
 
 
 # ---------------------------------------------------------------------------
