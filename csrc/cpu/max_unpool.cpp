@@ -29,7 +29,6 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
-#include <c10/util/irange.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -159,8 +158,8 @@ int64_t channel_block(const Geometry& g, const Planes& op) {
 }
 
 // Zeroes the part of `out` task (n, channels [c0, c1)) owns, just before it
-// scatters into it (so the lines are still cached; a separate full-tensor
-// fill of a large output may use non-temporal stores and leave none cached).
+// scatters into it: one pass over memory that is then still in cache, in
+// parallel, instead of a separate fill of the whole output.
 template <typename T>
 void zero_block(T* on, Planes op, int64_t c0, int64_t c1, int64_t oS) {
   if (op.sK == 1) {  // dense planes (contiguous output)
