@@ -25,6 +25,7 @@ import torch
 from torch_aclnn import npu
 from torch_aclnn.npu import _glue, limits
 from torch_aclnn.npu import elu as npu_elu
+from torch_aclnn.npu import smooth_l1 as npu_smooth_l1
 from torch_aclnn.npu import upsample as npu_upsample
 from torch_aclnn.testing import OPS, make_tensor, tolerance
 from torch_aclnn.testing import upsample as upsample_infos
@@ -57,6 +58,10 @@ def on_npu_path(overload, *args, **kwargs):
 #   upsample  exactly where the rule above holds;
 #   elu       where the OpInfo marks exact_vs_aten (aten's vectorised path;
 #             its scalar loop is up to 2 ulp away, within tolerance).
+#   smooth_l1 where the OpInfo marks exact_vs_aten: its aten counterpart is
+#             called exactly as the glue calls it (inputs promoted and
+#             broadcast, the beta == 0 point corrected); reductions sum in
+#             another order than our float64 one, within tolerance.
 
 def _upsample_case(name, s):
     mode = upsample_infos.NEAREST if "exact" not in name else upsample_infos.EXACT
@@ -227,6 +232,58 @@ def test_elu_non_finite_parameters(alpha, input_scale, dtype):
     torch.testing.assert_close(got, ops.elu(x, alpha, 1.5, input_scale), equal_nan=True, rtol=0, atol=0)
 
 
+def test_smooth_l1_beta0_gradient_is_zero_at_d0():
+    """sign(0) = 0 (the aclnn document, the spec); aten's raw kernel gives -1."""
+    x = torch.tensor([1.0, 2.0, 3.0, 0.5, float("inf")])
+    t = torch.tensor([1.0, 0.0, 5.0, 0.5, float("inf")])
+    g = torch.tensor([1.0, 1.0, 1.0, float("nan"), 2.0])
+    raw = npu_smooth_l1.ATEN_BACKWARD(g, x, t, 0, 0.0)
+    got = on_npu_path(ops.smooth_l1_loss_backward.default, g, x, t, 0, 0.0)
+    assert raw[0] == -1 and got[0] == 0
+    torch.testing.assert_close(got, ops.smooth_l1_loss_backward(g, x, t, 0, 0.0), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_smooth_l1_mean_divides_by_the_broadcast_numel(dtype):
+    """'mean' with self smaller than broadcast(self, target): the norm is 1/6
+    here; called as op-plugin calls it (self as given), aten divides by
+    self.numel() = 2."""
+    x, t = make_tensor((2, 1), dtype), make_tensor((1, 3), dtype)
+    g = torch.tensor(1.0, dtype=dtype)
+    got = on_npu_path(ops.smooth_l1_loss_backward.default, g, x, t, 1, 1.0)
+    ours = ops.smooth_l1_loss_backward(g, x, t, 1, 1.0)
+    torch.testing.assert_close(got, ours, **tolerance(dtype))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # aten resizes its (2, 1) output
+        raw = npu_smooth_l1.ATEN_BACKWARD(g, x, t, 1, 1.0)
+    torch.testing.assert_close(raw.float(), 3 * ours.float(), **tolerance(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_smooth_l1_mean_with_grad_output_broadcasting_further(dtype):
+    """grad_output adding elements under 'mean': the kernel runs with 'none'
+    and the spec's norm (1 / numel(broadcast(self, target))) is applied here."""
+    g, x, t = make_tensor((5, 2, 3), dtype), make_tensor((2, 1), dtype), make_tensor((1, 3), dtype)
+    spy = Spy(npu_smooth_l1.ATEN_BACKWARD)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(npu_smooth_l1, "ATEN_BACKWARD", spy)
+        got = on_npu_path(ops.smooth_l1_loss_backward.default, g, x, t, 1, 1.0)
+    assert spy.shapes == [(5, 2, 3)]
+    torch.testing.assert_close(got, ops.smooth_l1_loss_backward(g, x, t, 1, 1.0), **tolerance(dtype))
+
+
+def test_smooth_l1_promotes_and_broadcasts():
+    """Result dtype = the promoted dtype (op-plugin allocates self's) and the
+    forward's 'none' shape = broadcast(self, target) (op-plugin sizes it from self)."""
+    g, x, t = make_tensor((3, 4), torch.float16), make_tensor((3, 1), torch.float16), make_tensor((1, 4), torch.float32)
+    got = on_npu_path(ops.smooth_l1_loss_backward.default, g, x, t, 0, 0.5)
+    assert got.dtype == torch.float32 and got.shape == (3, 4)
+    torch.testing.assert_close(got, ops.smooth_l1_loss_backward(g, x, t, 0, 0.5))
+    loss = on_npu_path(ops.smooth_l1_loss.default, x, t, 0, 0.5)
+    assert loss.dtype == torch.float32 and loss.shape == (3, 4)
+    torch.testing.assert_close(loss, ops.smooth_l1_loss(x, t, 0, 0.5))
+
+
 # ---------------------------------------------------------------------------
 # Device limits: empty tensors, splitting along N*C, the CPU path.
 
@@ -242,7 +299,15 @@ def test_empty_inputs_make_no_device_call(monkeypatch):
         assert on_npu_path(op.default, g, [4, 4, 4], [2, 0, 2, 2, 2]).shape == (2, 0, 2, 2, 2)
     e = torch.empty(3, 0)
     assert on_npu_path(ops.elu_backward.default, e, 1.0, 1.0, 1.0, False, e).shape == (3, 0)
-    assert all(not s.shapes for s in spies) and not spy_elu.shapes
+    spy_sl1 = [Spy(npu_smooth_l1.ATEN_FORWARD), Spy(npu_smooth_l1.ATEN_BACKWARD)]
+    monkeypatch.setattr(npu_smooth_l1, "ATEN_FORWARD", spy_sl1[0])
+    monkeypatch.setattr(npu_smooth_l1, "ATEN_BACKWARD", spy_sl1[1])
+    for reduction, expected in ((0, torch.empty(0, 3)), (1, torch.tensor(float("nan"))), (2, torch.tensor(0.0))):
+        got = on_npu_path(ops.smooth_l1_loss.default, torch.empty(0, 3), torch.empty(3), reduction, 1.0)
+        torch.testing.assert_close(got, expected, equal_nan=True)
+    assert on_npu_path(ops.smooth_l1_loss_backward.default, torch.tensor(1.0), torch.empty(0, 3), torch.empty(3), 2,
+                       1.0).shape == (0, 3)
+    assert all(not s.shapes for s in spies) and not spy_elu.shapes and not any(s.shapes for s in spy_sl1)
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last_3d"])
@@ -331,12 +396,27 @@ def test_exact_scale_above_50_uses_the_cpu_kernel(monkeypatch):
     (ops.elu, lambda: (make_tensor((3, 4), torch.float64), 1.0, 1.0, 1.0)),
     (ops.elu_backward, lambda: (make_tensor((3, 4), torch.float64), 1.0, 1.0, 1.0, False,
                                 make_tensor((3, 4), torch.float64))),
+    (ops.smooth_l1_loss, lambda: (make_tensor((3, 4), torch.float64), make_tensor((3, 4), torch.float32), 1, 1.0)),
+    (ops.smooth_l1_loss_backward, lambda: (make_tensor((), torch.float64), make_tensor((3, 4), torch.float64),
+                                           make_tensor((4,), torch.float64), 2, 0.5)),
 ])
 def test_float64_without_an_aclnn_kernel_uses_the_cpu_kernel(op, args):
     a = args()
     with pytest.warns(_glue.DeviceLimitWarning, match="float64"):
         got = on_npu_path(op.default, *a)
     assert got.dtype == torch.float64 and torch.equal(got, op(*a))
+
+
+@pytest.mark.parametrize("name", ["smooth_l1_loss", "smooth_l1_loss_backward"])
+def test_smooth_l1_more_than_8_dims_uses_the_cpu_kernel(name):
+    """aclnn's SmoothL1Loss[Backward] take at most 8 dims (MAX_SUPPORT_DIMS_NUMS); the spec has no such limit."""
+    x, t = make_tensor((2,) + (1,) * 8, torch.float32), make_tensor((3,), torch.float32)
+    args = (x, t, 0, 1.0) if name == "smooth_l1_loss" else (make_tensor((2,) + (1,) * 7 + (3,), torch.float32),
+                                                              x, t, 0, 1.0)
+    op = getattr(ops, name)
+    with pytest.warns(_glue.DeviceLimitWarning, match="at most 8 dims"):
+        got = on_npu_path(op.default, *args)
+    assert torch.equal(got, op(*args))
 
 
 def test_limit_table_is_consistent():

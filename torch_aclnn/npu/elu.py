@@ -11,6 +11,10 @@ Corrections (where aclnn and the spec differ):
     input_scale = -inf or NaN give other numbers than the spec's). The glue
     evaluates the spec's formula with aten elementwise operators on the
     device instead, in float32 for half/bfloat16.
+  * half/bfloat16: aclnnElu / aclnnEluBackward run Elu / EluGradV2 in the
+    input dtype; whether they widen internally is not documented. The spec
+    computes in float32 and rounds once, so the glue calls them in float32
+    for half/bfloat16 and rounds the result.
 Device limits (torch_aclnn/npu/limits.py): float64 goes to the CPU kernel
 (aclnnEluBackward has no DOUBLE; aclnnElu takes the parameters as float32).
 Empty input returns without a device call.
@@ -39,10 +43,14 @@ def _finite(v) -> bool:
     return math.isfinite(float(v))
 
 
+def _opmath(dtype):
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
 def _elu_formula(self, alpha, scale, input_scale):
     """The spec's elu with aten elementwise operators (x == 0 and NaN take
     the negative branch), computed in float32 for half/bfloat16."""
-    opmath = torch.float32 if self.dtype in (torch.float16, torch.bfloat16) else self.dtype
+    opmath = _opmath(self.dtype)
     x = self.to(opmath)
     negcoef = torch.tensor(float(alpha), dtype=opmath, device=x.device) * float(scale)
     neg = torch.expm1(x * float(input_scale)) * negcoef
@@ -60,7 +68,8 @@ def elu_kernel(self, alpha=1, scale=1, input_scale=1):
         return _glue.cpu_path(op, beyond, overload, self.device, self, alpha, scale, input_scale)
     if not (_finite(alpha) and _finite(input_scale)):
         return _glue.conform(_elu_formula(self, alpha, scale, input_scale), m)
-    return _glue.conform(ATEN_FORWARD(self, alpha, scale, input_scale), m)
+    opmath = _opmath(self.dtype)
+    return _glue.conform(ATEN_FORWARD(self.to(opmath), alpha, scale, input_scale).to(self.dtype), m)
 
 
 def elu_backward_kernel(grad_output, alpha, scale, input_scale, is_result, self_or_result):
@@ -73,7 +82,9 @@ def elu_backward_kernel(grad_output, alpha, scale, input_scale, is_result, self_
     if beyond is not None:
         return _glue.cpu_path(op, beyond, overload, grad_output.device, grad_output, alpha, scale, input_scale,
                               is_result, self_or_result)
-    return _glue.conform(ATEN_BACKWARD(grad_output, alpha, scale, input_scale, is_result, self_or_result), m)
+    opmath = _opmath(grad_output.dtype)
+    result = ATEN_BACKWARD(grad_output.to(opmath), alpha, scale, input_scale, is_result, self_or_result.to(opmath))
+    return _glue.conform(result.to(grad_output.dtype), m)
 
 
 _glue.register("elu", elu_kernel)

@@ -41,11 +41,14 @@ _EXACT_FWD_SRC = "ops-cv image/upsample_nearest_exact3d/op_host/op_api/aclnn_ups
 _ELU_SRC = "ops-nn activation/elu/op_api/aclnn_elu.cpp"
 _ELU_BWD_SRC = "ops-nn activation/elu_grad_v2/op_api/aclnn_elu_backward.cpp"
 _SL1_BWD_SRC = "ops-nn loss/smooth_l1_loss_grad_v2/op_api/aclnn_smooth_l1_loss_backward.cpp"
+_SL1_SRC = "ops-nn loss/smooth_l1_loss_v2/op_api/aclnn_smooth_l1_loss.cpp"
+_UNPOOL_DOC = "ops-nn index/scatter_elements/docs/aclnnMaxUnpool3d.md"
 
 GIB = 1 << 30
 
 _UPSAMPLE_BWD = ("upsample_nearest3d_backward", "upsample_nearest_exact3d_backward")
 _UPSAMPLE_FWD = ("upsample_nearest3d", "upsample_nearest_exact3d")
+_SL1 = ("smooth_l1_loss", "smooth_l1_loss_backward")
 
 
 @dataclasses.dataclass
@@ -103,6 +106,15 @@ LIMITS = (
           _not({torch.float64}), f"{_ELU_SRC} (ToFloat)"),
     Limit(("elu_backward",), "dtype", "no float64 kernel (FLOAT, FLOAT16, BFLOAT16 only)", CPU, False,
           _not({torch.float64}), f"{_ELU_BWD_SRC} (DTYPE_SUPPORT_LIST); spec §3 dtypes"),
+    # ---- §4 smooth_l1_loss ---------------------------------------------------------------------
+    Limit(_SL1, "dtype", "no float64 kernel (FLOAT, FLOAT16, BFLOAT16 only)", CPU, False, _not({torch.float64}),
+          f"{_SL1_BWD_SRC}, {_SL1_SRC} (DTYPE_SUPPORT_LIST); spec §4 dtypes"),
+    Limit(_SL1, "ndim", "at most 8 dims", CPU, 8, lambda g: g.ndim,
+          f"{_SL1_BWD_SRC}, {_SL1_SRC} (MAX_SUPPORT_DIMS_NUMS = 8)"),
+    # ---- §5 max_unpool3d -----------------------------------------------------------------------
+    # The backward is a gather (aten.gather), which has no such gap.
+    Limit(("max_unpool3d",), "dtype", "no bfloat16 kernel", CPU, False, _not({torch.bfloat16}),
+          f"{_UNPOOL_DOC} (dtype list); spec §5 dtypes"),
 )
 
 
