@@ -571,3 +571,17 @@ def test_npu_autograd_and_compile():
 def test_npu_check_report():
     from torch_aclnn import __main__ as cli
     assert cli.main(["check", "--device", "npu", "--quick"]) == 0
+
+
+@requires_npu
+def test_npu_upsample_backward_deterministic_mode():
+    """With torch.use_deterministic_algorithms(True) (CANN's deterministic
+    mode via torch_npu) repeated backward calls give the same bits."""
+    g = make_tensor((2, 8, 16, 32, 32), torch.float32, "npu")
+    prev = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        runs = [ops.upsample_nearest3d_backward(g, [16, 32, 32], [2, 8, 5, 9, 11]) for _ in range(3)]
+    finally:
+        torch.use_deterministic_algorithms(prev)
+    assert all(torch.equal(runs[0], r) for r in runs[1:])

@@ -16,6 +16,10 @@ Corrections (where torch_npu/aclnn and the spec differ):
   * Layout: op-plugin allocates the result with apply_tensor_without_format
     (contiguous); the result is returned in the layout of every other
     backend (channels_last_3d for channels_last_3d input).
+Determinism: aclnnUpsampleNearest3dBackward is non-deterministic by default
+(its document's Constraints); torch_npu switches CANN's deterministic mode
+(ACL_OPT_DETERMINISTIC) on under torch.use_deterministic_algorithms(True).
+The glue does not change that global setting per call.
 Device limits: torch_aclnn/npu/limits.py (split along N*C, CPU beyond that);
 empty input (N or C == 0, which aclnn rejects: inputSize / C must be > 0)
 returns without a device call.
