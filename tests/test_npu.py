@@ -25,6 +25,7 @@ import torch
 from torch_aclnn import npu
 from torch_aclnn.npu import _glue, limits
 from torch_aclnn.npu import elu as npu_elu
+from torch_aclnn.npu import max_unpool as npu_max_unpool
 from torch_aclnn.npu import smooth_l1 as npu_smooth_l1
 from torch_aclnn.npu import upsample as npu_upsample
 from torch_aclnn.testing import OPS, make_tensor, tolerance
@@ -54,7 +55,10 @@ def on_npu_path(overload, *args, **kwargs):
 #             rule applied to the scales the glue actually passes (all three
 #             or none), so samples with scales for some axes only are kept:
 #             the glue's all-or-nothing correction must make them match.
-# Where bitwise equality is expected (float32/float64):
+#   max_unpool aten's CPU max_unpool3d has no integer kernels (aclnnMaxUnpool3d
+#             has INT8, UINT8, INT16, INT32, INT64): integer forward samples
+#             are left out (the glue has no dtype-dependent code there).
+# Where bitwise equality is expected (float32/float64, and integer dtypes):
 #   upsample  exactly where the rule above holds;
 #   elu       where the OpInfo marks exact_vs_aten (aten's vectorised path;
 #             its scalar loop is up to 2 ulp away, within tolerance).
@@ -62,6 +66,8 @@ def on_npu_path(overload, *args, **kwargs):
 #             called exactly as the glue calls it (inputs promoted and
 #             broadcast, the beta == 0 point corrected); reductions sum in
 #             another order than our float64 one, within tolerance.
+#   max_unpool everywhere (elements are moved, never computed), duplicates
+#             included: the glue leaves none for the scatter to choose from.
 
 def _upsample_case(name, s):
     mode = upsample_infos.NEAREST if "exact" not in name else upsample_infos.EXACT
@@ -78,12 +84,16 @@ def simulated_spec(name, s) -> bool:
     """Whether aten's CPU kernels, called as the glue calls them, compute the spec for sample ``s``."""
     if OPS[name].family == "upsample":
         return _upsample_case(name, s)
+    if name == "max_unpool3d":
+        return s.args[0].dtype.is_floating_point
     return True
 
 
 def bitwise_expected(name, s) -> bool:
     if OPS[name].family == "upsample":
         return _upsample_case(name, s)
+    if OPS[name].family == "max_unpool":
+        return True
     return s.exact_vs_aten
 
 
@@ -103,6 +113,8 @@ def test_glue_matches_cpu_kernels(name, dtype):
     spec: same shape, dtype and strides as our CPU kernel, the spec's values
     (float64 reference, stated tolerance), bitwise equal where expected."""
     info = OPS[name]
+    if name == "max_unpool3d" and not dtype.is_floating_point:
+        pytest.skip("aten's CPU max_unpool3d has no integer kernels to stand in for aclnnMaxUnpool3d's")
     checked = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", _glue.DeviceLimitWarning)  # float64 where aclnn has none
@@ -117,10 +129,22 @@ def test_glue_matches_cpu_kernels(name, dtype):
             ref = info.reference(*s.args, **s.kwargs)
             torch.testing.assert_close(got.double(), ref, check_dtype=False, equal_nan=True,
                                        msg=lambda m: f"{s}: {m}", **tolerance(dtype))
-            if dtype in (torch.float32, torch.float64) and bitwise_expected(name, s):
+            if (dtype in (torch.float32, torch.float64) or not dtype.is_floating_point) and bitwise_expected(name, s):
                 torch.testing.assert_close(got, ours, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{s}: {m}")
             checked += 1
     assert checked > 0
+
+
+def dtype_is_float(t):
+    return t.dtype.is_floating_point
+
+
+def _out_accepted(info, s, out):
+    try:
+        _glue.validate(info.out_op, *s.args, **s.kwargs, **{info.out_kwarg: out})
+        return True
+    except ValueError:
+        return False
 
 
 @pytest.mark.parametrize("name", [n for n in OPS if OPS[n].out_overload])
@@ -135,7 +159,9 @@ def test_glue_out_variant(name):
         formats = (torch.contiguous_format, torch.channels_last_3d) if expected.dim() == 5 else (
             torch.contiguous_format,)
         for fmt in formats:
-            out = torch.full_like(expected, float("nan"), memory_format=fmt)
+            out = torch.full_like(expected, float("nan") if dtype_is_float(expected) else 7, memory_format=fmt)
+            if fmt != torch.contiguous_format and not _out_accepted(info, s, out):
+                continue  # the contract requires a contiguous out tensor (max_unpool3d_backward)
             got = on_npu_path(info.out_op, *s.args, **s.kwargs, **{info.out_kwarg: out})
             assert got is out
             torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{s}: {m}")
@@ -284,6 +310,54 @@ def test_smooth_l1_promotes_and_broadcasts():
     torch.testing.assert_close(loss, ops.smooth_l1_loss(x, t, 0, 0.5))
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 2, 3, 4), (2, 2, 3, 4)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_max_unpool_duplicates_leave_the_scatter_no_choice(monkeypatch, shape, dtype):
+    """Duplicate indices: every loser goes to a spare slot, so whichever
+    duplicate the device scatter would keep, the largest flat position wins."""
+    spy = Spy(npu_max_unpool.ATEN_FORWARD)
+    monkeypatch.setattr(npu_max_unpool, "ATEN_FORWARD", spy)
+    g = torch.Generator().manual_seed(3)
+    out = [3, 2, 4]
+    idx = torch.randint(0, 24, shape, generator=g)
+    x = make_tensor(shape, dtype)
+    got = on_npu_path(ops.max_unpool3d.default, x, idx, out, [1, 1, 1], [0, 0, 0])
+    assert torch.equal(got, ops.max_unpool3d(x, idx, out, [1, 1, 1], [0, 0, 0]))
+    planes = (shape[0], shape[1] if len(shape) == 5 else 1)
+    assert spy.shapes == [(*planes, 1, 1, 24)]  # the spread call: 24 + 1 slots per plane
+    # Without duplicates: one plain call.
+    spy.shapes.clear()
+    idx = torch.stack([torch.randperm(24, generator=g)[:24] for _ in range(planes[0] * planes[1])]).reshape(shape)
+    got = on_npu_path(ops.max_unpool3d.default, x, idx, out, [1, 1, 1], [0, 0, 0])
+    assert torch.equal(got, ops.max_unpool3d(x, idx, out, [1, 1, 1], [0, 0, 0]))
+    assert spy.shapes == [shape]
+
+
+def test_max_unpool_worked_example():
+    """Spec §5: grad_output = ones, indices with repeats -> out = ones."""
+    idx = torch.tensor([0, 0, 0, 3, 0, 0, 0, 8, 0, 0, 0, 11, 0, 0, 0, 13]).view(1, 1, 4, 4)
+    g = torch.ones(1, 1, 4, 4)
+    got = on_npu_path(ops.max_unpool3d_backward.default, g, torch.empty(1, 1, 4, 4), idx, [1, 4, 4], [1, 2, 3],
+                      [1, 2, 3])
+    assert torch.equal(got, torch.ones(1, 1, 4, 4))
+
+
+def test_max_unpool_index_checked_before_any_device_call(monkeypatch):
+    spies = (Spy(npu_max_unpool.ATEN_FORWARD), Spy(npu_max_unpool.ATEN_GATHER))
+    monkeypatch.setattr(npu_max_unpool, "ATEN_FORWARD", spies[0])
+    monkeypatch.setattr(npu_max_unpool, "ATEN_GATHER", spies[1])
+    x = make_tensor((1, 2, 2, 2, 2), torch.float32)
+    idx = torch.zeros(1, 2, 2, 2, 2, dtype=torch.int64)
+    idx[0, 1, 1, 0, 1] = 64
+    with pytest.raises(IndexError, match=re.escape("indices[0, 1, 1, 0, 1] = 64 is outside [0, 64)")):
+        on_npu_path(ops.max_unpool3d.default, x, idx, [4, 4, 4], [2, 2, 2], [0, 0, 0])
+    idx[0, 0, 0, 1, 1] = -1  # an earlier position is reported first
+    with pytest.raises(IndexError, match=re.escape("indices[0, 0, 0, 1, 1] = -1 is outside [0, 64)")):
+        on_npu_path(ops.max_unpool3d_backward.default, torch.zeros(1, 2, 4, 4, 4), x, idx, [4, 4, 4], [2, 2, 2],
+                    [0, 0, 0])
+    assert not spies[0].shapes and not spies[1].shapes
+
+
 # ---------------------------------------------------------------------------
 # Device limits: empty tensors, splitting along N*C, the CPU path.
 
@@ -397,14 +471,17 @@ def test_exact_scale_above_50_uses_the_cpu_kernel(monkeypatch):
     (ops.elu_backward, lambda: (make_tensor((3, 4), torch.float64), 1.0, 1.0, 1.0, False,
                                 make_tensor((3, 4), torch.float64))),
     (ops.smooth_l1_loss, lambda: (make_tensor((3, 4), torch.float64), make_tensor((3, 4), torch.float32), 1, 1.0)),
+    (ops.max_unpool3d, lambda: (make_tensor((1, 2, 2, 2, 2), torch.bfloat16),
+                                torch.arange(8).repeat(2).view(1, 2, 2, 2, 2), [2, 2, 2], [1, 1, 1], [0, 0, 0])),
     (ops.smooth_l1_loss_backward, lambda: (make_tensor((), torch.float64), make_tensor((3, 4), torch.float64),
                                            make_tensor((4,), torch.float64), 2, 0.5)),
 ])
-def test_float64_without_an_aclnn_kernel_uses_the_cpu_kernel(op, args):
+def test_dtype_without_an_aclnn_kernel_uses_the_cpu_kernel(op, args):
     a = args()
-    with pytest.warns(_glue.DeviceLimitWarning, match="float64"):
+    with pytest.warns(_glue.DeviceLimitWarning, match="float64|bfloat16"):
         got = on_npu_path(op.default, *a)
-    assert got.dtype == torch.float64 and torch.equal(got, op(*a))
+    assert got.dtype == a[0].dtype or got.dtype == torch.float64
+    assert torch.equal(got, op(*a))
 
 
 @pytest.mark.parametrize("name", ["smooth_l1_loss", "smooth_l1_loss_backward"])
