@@ -29,7 +29,6 @@ import torch
 
 from . import limits
 
-_ops = torch.ops.torch_aclnn
 _LIB = torch.library.Library("torch_aclnn", "IMPL")
 
 # name (with overload, as in the schema) -> the Python kernel registered for PrivateUse1.
