@@ -18,6 +18,9 @@ from .ops.upsample import (  # noqa: E402
     upsample_nearest_exact3d_backward,
 )
 
+# The PrivateUse1 (Ascend NPU) kernels; imports torch_npu defensively.
+from . import npu  # noqa: E402,F401
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -25,6 +25,8 @@ def _info(args) -> int:
         ("CPU kernels", f"{_loader.cpu_isa} (aten capability {torch.backends.cpu.get_cpu_capability()})"),
         ("CUDA kernels compiled in", str(_loader.has_cuda_kernels())),
         ("CUDA available", f"{torch.cuda.is_available()} (torch built with CUDA {torch.version.cuda})"),
+        ("Ascend NPU available", "True" if torch_aclnn.npu.is_available()
+         else f"False ({torch_aclnn.npu.unavailable_reason()})"),
     ]
     for k, v in rows:
         print(f"{k:<26}{v}")
