@@ -6,8 +6,11 @@ The harness and the cases live in the package, so the installed CLI has them too
 Results go to benchmarks/results/<host>-<date>.{md,json,png}.
 """
 import sys
+from pathlib import Path
 
-from torch_aclnn.__main__ import main
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the torch_aclnn of this source tree
+
+from torch_aclnn.__main__ import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(["bench", *sys.argv[1:]]))

@@ -380,7 +380,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     size.add_argument("--tiny", action="store_true",
                       help="smoke run: tiny tensors, one round (checks the harness; the numbers mean nothing)")
     p.add_argument("--op", action="append", metavar="NAME", choices=OPERATORS,
-                   help="only this torch_aclnn operator (repeatable), e.g. elu_backward")
+                   help="only this torch_aclnn operator (repeatable): " + ", ".join(OPERATORS))
     p.add_argument("--dtype", action="append", choices=sorted(DTYPES), help="only this dtype (repeatable)")
     p.add_argument("--out", metavar="DIR", type=Path,
                    help="where the .md/.json/.png go (default: benchmarks/results of the source tree)")

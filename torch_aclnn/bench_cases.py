@@ -95,9 +95,9 @@ _UPSAMPLE = {
 
 def _upsample_backward(mode, scale, channels_last, dtype, out_form):
     fwd, _, aten_bwd = _UPSAMPLE[mode]
-    ours = getattr(_ours, f"{fwd}_backward")
 
     def build(size):
+        ours = getattr(_ours, f"{fwd}_backward")
         input_size = list(UPSAMPLE_INPUT[size])
         output_size = [math.floor(s * scale) for s in input_size[2:]]
         scales = (scale,) * 3
@@ -115,9 +115,9 @@ def _upsample_backward(mode, scale, channels_last, dtype, out_form):
 
 def _upsample_forward(mode, scale, channels_last, dtype):
     fwd, aten_fwd, _ = _UPSAMPLE[mode]
-    ours = getattr(_ours, fwd)
 
     def build(size):
+        ours = getattr(_ours, fwd)
         input_size = list(UPSAMPLE_INPUT[size])
         output_size = [math.floor(s * scale) for s in input_size[2:]]
         scales = (scale,) * 3
