@@ -13,7 +13,7 @@ from torch_aclnn.__main__ import main
 
 OP = "upsample_nearest_exact3d_backward"
 ROW_KEYS = {"op", "case", "dtype", "form", "kind", "aten", "status", "note", "target"}
-MEASURED_KEYS = {"ours_s", "aten_s", "ratio", "overhead", "rounds", "met"}
+MEASURED_KEYS = {"ours_s", "aten_s", "ratio", "overhead", "spread_pct", "rounds", "met"}
 THROUGHPUT_KEYS = {"bytes", "mix", "ours_gbps", "aten_gbps", "reference", "reference_gbps", "pct_of_reference"}
 
 
@@ -46,7 +46,7 @@ def test_one_op_tiny(tmp_path, capsys):
         assert r["note"] == "", r["note"]  # same results as aten
     # the markdown table: one line per measured case, under the two headers
     lines = md.splitlines()
-    assert any(line.startswith("| operator | case | dtype | form | aten ms | ours ms | ratio") for line in lines)
+    assert any(line.startswith("| operator | case | dtype | form | aten ms | ours ms | ratio | spread") for line in lines)
     assert any(line.startswith("| operator | aten call | aten µs | ours µs | ours/aten") for line in lines)
     assert sum(line.startswith(f"| {OP} |") for line in lines) == len(rows)
     out = capsys.readouterr().out

@@ -165,8 +165,9 @@ def _run_case(case: Case, size: str, rounds: int, min_run_time: float, threads: 
     finally:
         gc.collect()
     med = {k: statistics.median(v) for k, v in times.items()}
+    spread = max((max(v) - min(v)) / med[k] for k, v in times.items() if k != "reference")
     row.update(ours_s=med["ours"], aten_s=med["aten"], ratio=med["aten"] / med["ours"],
-               overhead=med["ours"] / med["aten"], rounds={k: v for k, v in times.items()})
+               overhead=med["ours"] / med["aten"], spread_pct=100.0 * spread, rounds=times)
     if case.kind == "throughput":
         total = read + written
         row.update(bytes=total, mix=f"{n_read}R+{n_written}W", ours_gbps=total / med["ours"] / 1e9,
@@ -266,7 +267,8 @@ def markdown(report: dict) -> str:
            f"(min_run_time {m['min_run_time_s']} s). ratio = aten time / torch_aclnn time (> 1: torch_aclnn is "
            "faster). GB/s counts each tensor read or written once; ref = a plain aten op with the same "
            "read:write mix moving the same bytes in float32 (copy_ 1R+1W, add out= 2R+1W, addcmul out= 3R+1W, "
-           "sum read-only), measured in the same rounds."]
+           "sum read-only), measured in the same rounds. spread = (slowest - fastest round) / median, the larger of "
+           "the two sides: a large spread means a noisy measurement."]
     cpus = m.get("cpus") or 1
     if m["load_start"] is not None and max(m["load_start"], m["load_end"] or 0) > 0.5 * cpus:
         out.append(f"\n**Note:** the machine was busy (load average above {0.5 * cpus:g} on {cpus} CPUs); "
@@ -277,23 +279,23 @@ def markdown(report: dict) -> str:
     thr = [r for r in rows if r["kind"] == "throughput" and r["status"] == "ok"]
     if thr:
         out += ["\n### Throughput\n",
-                "| operator | case | dtype | form | aten ms | ours ms | ratio | ours GB/s | aten GB/s | mix "
+                "| operator | case | dtype | form | aten ms | ours ms | ratio | spread | ours GB/s | aten GB/s | mix "
                 "| ref GB/s | ours % ref | target | met |",
-                "|---|---|---|---|--:|--:|--:|--:|--:|---|--:|--:|---|---|"]
+                "|---|---|---|---|--:|--:|--:|--:|--:|--:|---|--:|--:|---|---|"]
         for r in thr:
             ref = f"{r['reference_gbps']:.1f}" if "reference_gbps" in r else "-"
             pct = f"{r['pct_of_reference']:.0f}%" if "pct_of_reference" in r else "-"
             out.append(f"| {r['op']} | {r['case']} | {r['dtype']} | {r['form']} | {r['aten_s'] * 1e3:.3f} "
-                       f"| {r['ours_s'] * 1e3:.3f} | {r['ratio']:.2f} | {r['ours_gbps']:.1f} | {r['aten_gbps']:.1f} "
+                       f"| {r['ours_s'] * 1e3:.3f} | {r['ratio']:.2f} | {r['spread_pct']:.0f}% | {r['ours_gbps']:.1f} | {r['aten_gbps']:.1f} "
                        f"| {r['mix']} | {ref} | {pct} | {_target_cell(r)} | {_met_cell(r)} |")
     ovh = [r for r in rows if r["kind"] == "overhead" and r["status"] == "ok"]
     if ovh:
         out += ["\n### Per-call overhead (1-element tensors; ours/aten = torch_aclnn time / aten time)\n",
-                "| operator | aten call | aten µs | ours µs | ours/aten | target | met |",
-                "|---|---|--:|--:|--:|---|---|"]
+                "| operator | aten call | aten µs | ours µs | ours/aten | spread | target | met |",
+                "|---|---|--:|--:|--:|--:|---|---|"]
         for r in ovh:
             out.append(f"| {r['op']} | {r['aten']} | {r['aten_s'] * 1e6:.1f} | {r['ours_s'] * 1e6:.1f} "
-                       f"| {r['overhead']:.2f} | {_target_cell(r)} | {_met_cell(r)} |")
+                       f"| {r['overhead']:.2f} | {r['spread_pct']:.0f}% | {_target_cell(r)} | {_met_cell(r)} |")
     judged = [r for r in rows if r["status"] == "ok" and r.get("met") is not None]
     missed = [r for r in judged if not r["met"]]
     slower = [r for r in rows if r["status"] == "ok" and r["ratio"] < 1.0]
