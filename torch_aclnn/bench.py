@@ -272,7 +272,7 @@ def markdown(report: dict) -> str:
     cpus = m.get("cpus") or 1
     if m["load_start"] is not None and max(m["load_start"], m["load_end"] or 0) > 0.5 * cpus:
         out.append(f"\n**Note:** the machine was busy (load average above {0.5 * cpus:g} on {cpus} CPUs); "
-                   "timings are noisy.")
+                   "timings are noisy (multi-threaded kernels wait for preempted threads; `--threads 1` is steadier).")
     if m["size"] != "full":
         out.append(f"\n**Note:** {m['size']} run — smaller tensors than the suite's sizes; "
                    "not the numbers the targets refer to.")
