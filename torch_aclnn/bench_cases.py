@@ -107,7 +107,7 @@ def _upsample_backward(mode, scale, channels_last, dtype, out_form):
                          lambda: aten_bwd(go, output_size, input_size, *scales), [go], exact=dtype == torch.float32)
         gi_ours = _empty(input_size, dtype, channels_last)
         gi_aten = _empty(input_size, dtype, channels_last)
-        return Setup(lambda: ours.grad_input(go, output_size, input_size, *scales, grad_input=gi_ours),
+        return Setup(lambda: (ours.grad_input(go, output_size, input_size, *scales, grad_input=gi_ours), gi_ours)[1],
                      lambda: aten_bwd.grad_input(go, output_size, input_size, *scales, grad_input=gi_aten),
                      [go], exact=dtype == torch.float32)
     return build
@@ -172,7 +172,7 @@ def _elu_cases():
                 if not out_form:
                     return Setup(lambda: _ours.elu_backward(*args), lambda: _aten.elu_backward(*args), [go, x])
                 o1, o2 = torch.empty_like(go), torch.empty_like(go)
-                return Setup(lambda: _ours.elu_backward.grad_input(*args, grad_input=o1),
+                return Setup(lambda: (_ours.elu_backward.grad_input(*args, grad_input=o1), o1)[1],
                              lambda: _aten.elu_backward.grad_input(*args, grad_input=o2), [go, x])
             cases.append(Case("elu_backward", "is_result=False", dtype,
                               "out=" if out_form else "functional", bwd,
@@ -210,7 +210,7 @@ def _smooth_l1_cases():
                         return Setup(lambda: _ours.smooth_l1_loss_backward(*args),
                                      lambda: _aten.smooth_l1_loss_backward(*args), [go, a, b])
                     o1, o2 = torch.empty_like(a), torch.empty_like(a)
-                    return Setup(lambda: _ours.smooth_l1_loss_backward.grad_input(*args, grad_input=o1),
+                    return Setup(lambda: (_ours.smooth_l1_loss_backward.grad_input(*args, grad_input=o1), o1)[1],
                                  lambda: _aten.smooth_l1_loss_backward.grad_input(*args, grad_input=o2),
                                  [go, a, b])
                 cases.append(Case("smooth_l1_loss_backward", rname, dtype,
@@ -250,8 +250,8 @@ def _max_unpool_cases():
                                  lambda: go_flat.gather(-1, idx_flat).view(pooled.shape), [go, idx], exact=True)
                 o1, o2 = torch.empty_like(pooled), torch.empty_like(pooled)
                 o2_flat = o2.flatten(-3)
-                return Setup(lambda: _ours.max_unpool3d_backward.grad_input(go, pooled, idx, osz, stride, padding,
-                                                                            grad_input=o1),
+                return Setup(lambda: (_ours.max_unpool3d_backward.grad_input(go, pooled, idx, osz, stride, padding,
+                                                                            grad_input=o1), o1)[1],
                              lambda: (torch.gather(go_flat, -1, idx_flat, out=o2_flat), o2)[1], [go, idx],
                              exact=True)
             cases.append(Case("max_unpool3d_backward", "2x2x2 pooling", dtype,
