@@ -258,6 +258,10 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
       for (int64_t r = b; r < e; ++r, advance<4>(sizes, idx)) {
         const int64_t nc = idx[0], i = idx[1], j = idx[2];
         scalar_t* dst = o + r * iW;
+        if (wd.lo[i] == wd.hi[i] || wh.lo[j] == wh.hi[j]) {  // no output maps here (down-scaling)
+          std::memset(dst, 0, sizeof(scalar_t) * iW);            // all bits zero: +0.0
+          continue;
+        }
         acc_t* acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
         std::fill(acc, acc + iW, acc_t(0));
         for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
@@ -288,6 +292,10 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
       for (int64_t p = b; p < e; ++p, advance<4>(sizes, idx)) {
         const int64_t n = idx[0], i = idx[1], j = idx[2], k = idx[3];
         scalar_t* dst = o + p * C;
+        if (wd.lo[i] == wd.hi[i] || wh.lo[j] == wh.hi[j] || ww.lo[k] == ww.hi[k]) {
+          std::memset(dst, 0, sizeof(scalar_t) * C);
+          continue;
+        }
         acc_t* __restrict acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
         std::fill(acc, acc + C, acc_t(0));
         for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
