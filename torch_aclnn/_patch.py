@@ -14,10 +14,9 @@ docs/patch.md for the full argument):
 * it catches every call site: ``from torch.nn.functional import elu`` done
   before patching, ``torch.nn.functional`` stored under another name,
   third-party modules — a replaced module global misses all of those;
-* it changes no shared global state: the mode stack is per thread (and
-  travels with autograd's threads), so one thread's patch cannot change
-  what another thread, or another library, computes; ``patched()`` is
-  exactly scoped and nests with other modes;
+* it changes no shared global state: the mode stack is per thread, so one
+  thread's patch cannot change what another thread, or another library,
+  computes; ``patched()`` is exactly scoped and nests with other modes;
 * dynamo understands TorchFunctionModes, so ``torch.compile(fullgraph=True)``
   traces the routing decisions and the torch_aclnn operators into one graph
   (a replaced F function is simply a different Python function to dynamo,
@@ -27,8 +26,11 @@ docs/patch.md for the full argument):
 * the decision sees the Python-level arguments (``mode=``, ``inplace=``,
   ``size_average=``) that an aten-level (dispatcher) override would not.
 
-The cost is one Python call per torch function in eager mode (about a
-microsecond), none under torch.compile.
+The costs: one Python call per torch function in eager mode (a few
+microseconds), none under torch.compile; and modes are not active while
+autograd runs a backward, so the forward that ``torch.utils.checkpoint``
+recomputes there uses torch unless the patch is passed in as its context
+(``context_fn=lambda: (contextlib.nullcontext(), torch_aclnn.patched())``).
 """
 from __future__ import annotations
 
@@ -58,27 +60,52 @@ _FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-class PatchStats:
-    """What the patch did: ``routed[name]`` counts the calls of F.<name>
-    computed by torch_aclnn; ``passed[(name, reason)]`` counts the calls of
-    F.<name> handed to torch, with the reason (e.g. ``"mode='trilinear'"``).
+_NAMES = tuple(ROUTED_FUNCTIONS)
+_INDEX = {name: i for i, name in enumerate(_NAMES)}
 
-    Calls made under ``torch.compile`` are counted when they run (dynamo
-    replays the counting after each call of the compiled graph)."""
+
+class PatchStats:
+    """What the patch did, per torch.nn.functional function name
+    ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "max_unpool3d"):
+
+    * ``routed[name]``: calls computed by torch_aclnn;
+    * ``passed[name]``: calls handed to torch unchanged;
+    * ``reasons[(name, reason)]``: why, e.g. ``("interpolate", "mode='trilinear'")``.
+
+    ``routed`` and ``passed`` count calls inside ``torch.compile``d code too,
+    each time the compiled code runs: the counters are tensors that the
+    compiled graph increments (so counting never causes a recompilation).
+    ``reasons`` records eager calls only. Only names with a non-zero count
+    appear."""
 
     def __init__(self) -> None:
-        self.routed: Dict[str, int] = {}
-        self.passed: Dict[tuple, int] = {}
+        self._counts = torch.zeros(2, len(_NAMES), dtype=torch.int64)  # [routed, passed] x name
+        self.reasons: Dict[tuple, int] = {}
+
+    def _count(self, row: int) -> Dict[str, int]:
+        return {n: int(c) for n, c in zip(_NAMES, self._counts[row].tolist()) if c}
+
+    @property
+    def routed(self) -> Dict[str, int]:
+        return self._count(0)
+
+    @property
+    def passed(self) -> Dict[str, int]:
+        return self._count(1)
 
     def total_routed(self) -> int:
-        return sum(self.routed.values())
+        return int(self._counts[0].sum())
+
+    def reset(self) -> None:
+        self._counts.zero_()
+        self.reasons.clear()
 
     def as_dict(self) -> dict:
-        return {"routed": dict(self.routed),
-                "passed": {f"{name}: {why}": n for (name, why), n in self.passed.items()}}
+        return {"routed": self.routed, "passed": self.passed,
+                "reasons": {f"{name}: {why}": n for (name, why), n in self.reasons.items()}}
 
     def __repr__(self) -> str:
-        return f"PatchStats(routed={self.routed!r}, passed={self.passed!r})"
+        return f"PatchStats(routed={self.routed!r}, passed={self.passed!r}, reasons={self.reasons!r})"
 
 
 # ---------------------------------------------------------------------------
@@ -90,6 +117,8 @@ def _tensor_ok(t, devices, floating_only: bool = True):
     """None if torch_aclnn takes this tensor, else the reason."""
     if not isinstance(t, torch.Tensor):
         return f"argument of type {type(t).__name__}"
+    if not devices:
+        return "not in this build of torch_aclnn"
     if t.device.type not in devices:
         return f"device {t.device.type!r}"
     if floating_only and t.dtype not in _FLOATING:
@@ -153,7 +182,7 @@ class _Router:
                 return "scale_factor is not a number or 3 numbers"
             factors = scale_factor if isinstance(scale_factor, (list, tuple)) else (scale_factor,)
             for f in factors:
-                if not (f > 0 and math.isfinite(f)):
+                if not (f > 0 and f < math.inf):  # (SymFloat-safe)
                     return "scale_factor not finite and > 0"
         return getattr(self.ta, op)(input, size, scale_factor, recompute_scale_factor)
 
@@ -196,8 +225,6 @@ class _Router:
             return f"reduction={reduction!r}"
         if not _number(beta) or not beta >= 0:
             return f"beta={beta!r}"
-        if input.dtype != target.dtype:
-            return "input and target dtypes differ"
         if input.shape != target.shape:
             return "input and target shapes differ (torch warns, then broadcasts)"
         return self.ta.smooth_l1_loss(input, target, reduction, beta)
@@ -219,7 +246,7 @@ class _Router:
 
 
 class _RoutingMode(TorchFunctionMode):
-    def __init__(self, router: _Router, stats: PatchStats) -> None:
+    def __init__(self, router: _Router, stats: Optional[PatchStats]) -> None:
         super().__init__()
         self.router = router
         self.stats = stats
@@ -242,11 +269,16 @@ class _RoutingMode(TorchFunctionMode):
             name, out = "max_unpool3d", r.max_unpool3d(*args, **kwargs)
         else:
             return func(*args, **kwargs)
+        stats = self.stats
         if isinstance(out, str):
-            key = (name, out)
-            self.stats.passed[key] = self.stats.passed.get(key, 0) + 1
+            if stats is not None:
+                stats._counts[1, _INDEX[name]] += 1
+                if not torch.compiler.is_compiling():
+                    key = (name, out)
+                    stats.reasons[key] = stats.reasons.get(key, 0) + 1
             return func(*args, **kwargs)
-        self.stats.routed[name] = self.stats.routed.get(name, 0) + 1
+        if stats is not None:
+            stats._counts[0, _INDEX[name]] += 1
         return out
 
 
@@ -258,19 +290,22 @@ _lock = threading.Lock()
 _global: Dict[int, _RoutingMode] = {}  # thread id -> the mode patch() entered there
 
 
-def _new_mode(stats: PatchStats) -> _RoutingMode:
+def _new_mode(stats: Optional[PatchStats]) -> _RoutingMode:
     import torch_aclnn
 
     return _RoutingMode(_Router(torch_aclnn), stats)
 
 
-def patch() -> None:
+def patch(count: bool = True) -> None:
     """Route F.interpolate (5-D, nearest / nearest-exact), F.elu, F.selu,
     F.celu, F.smooth_l1_loss and F.max_unpool3d — and so nn.Upsample, nn.ELU,
     nn.SELU, nn.CELU, nn.SmoothL1Loss, nn.MaxUnpool3d — to torch_aclnn from now
     on, in the calling thread, until :func:`unpatch`. Calls torch_aclnn does
     not cover (other modes, 4-D input, inplace=True, legacy arguments, other
     dtypes or devices) go to torch unchanged. Calling it again is a no-op.
+
+    ``count=False``: do not count calls in :func:`patch_stats` (counting
+    costs a tiny CPU tensor update per call, also inside compiled graphs).
 
     Example::
 
@@ -283,7 +318,7 @@ def patch() -> None:
     with _lock:
         if tid in _global:
             return
-        mode = _new_mode(_STATS)
+        mode = _new_mode(_STATS if count else None)
         mode.__enter__()
         _global[tid] = mode
 
@@ -331,5 +366,4 @@ def patch_stats() -> PatchStats:
 
 def reset_patch_stats() -> None:
     """Zero :func:`patch_stats`."""
-    _STATS.routed.clear()
-    _STATS.passed.clear()
+    _STATS.reset()
