@@ -22,7 +22,6 @@ import argparse
 import math
 import sys
 import time
-import types
 
 import torch
 import torch.nn as tnn
@@ -63,13 +62,7 @@ class UNet3d(tnn.Module):
 
 def layers_namespace(use_aclnn: bool):
     """torch_aclnn.nn, or torch.nn."""
-    if not use_aclnn:
-        return tnn
-    if getattr(torch_aclnn, "max_unpool3d", None) is None:  # a build without the max_unpool3d family
-        print("note: this torch_aclnn build has no max_unpool3d; torch.nn.MaxUnpool3d stands in")
-        return types.SimpleNamespace(**{n: getattr(torch_aclnn.nn, n) for n in ("ELU", "SELU", "CELU", "Upsample")},
-                                     MaxUnpool3d=tnn.MaxUnpool3d)
-    return torch_aclnn.nn
+    return torch_aclnn.nn if use_aclnn else tnn
 
 
 def loss_module(use_aclnn: bool) -> tnn.Module:

@@ -13,12 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-import torch_aclnn
-
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 TINY = ["--steps", "2", "--size", "8", "--batch", "2", "--channels", "4"]
-HAS_UNPOOL = getattr(torch_aclnn, "max_unpool3d", None) is not None
 
 
 def _env():
@@ -66,9 +63,7 @@ def test_train_unet3d_patch_compile():
     m = re.search(r"routed to torch_aclnn: (\{.*\})", out)
     assert m, out
     routed = eval(m.group(1))
-    per_step = {"interpolate": 2, "elu": 3, "selu": 1, "celu": 1, "smooth_l1_loss": 1}
-    if HAS_UNPOOL:
-        per_step["max_unpool3d"] = 2
+    per_step = {"interpolate": 2, "elu": 3, "selu": 1, "celu": 1, "smooth_l1_loss": 1, "max_unpool3d": 2}
     assert routed == {k: 2 * v for k, v in per_step.items()}  # 2 compiled steps
 
 

@@ -8,11 +8,7 @@ import pytest
 import torch
 import torch.nn as tnn
 
-import torch_aclnn
 import torch_aclnn.nn as tann
-
-HAS_UNPOOL = getattr(torch_aclnn, "max_unpool3d", None) is not None
-needs_unpool = pytest.mark.skipif(not HAS_UNPOOL, reason="the max_unpool3d family has not landed in this build")
 
 # (torch_aclnn.nn class, torch.nn class, constructor args, kwargs)
 CONSTRUCTORS = [
@@ -197,7 +193,6 @@ def test_smooth_l1_loss_legacy_arguments_and_warning():
     torch.testing.assert_close(got, want)
 
 
-@needs_unpool
 @pytest.mark.parametrize("dims", [5, 4])
 def test_max_unpool3d_matches_torch(dims):
     shape = (2, 3, 4, 6, 4) if dims == 5 else (3, 4, 6, 4)
@@ -207,12 +202,6 @@ def test_max_unpool3d_matches_torch(dims):
     size = x.shape[-3:]
     _compare(lambda p: tann.MaxUnpool3d(2)(p, idx, output_size=size),
              lambda p: tnn.MaxUnpool3d(2)(p, idx, output_size=size), pooled)
-
-
-@pytest.mark.skipif(HAS_UNPOOL, reason="only for a build without max_unpool3d")
-def test_max_unpool3d_missing_is_explained():
-    with pytest.raises(NotImplementedError, match="max_unpool3d is not part of this build"):
-        tann.MaxUnpool3d(2)(torch.randn(1, 1, 1, 1, 1), torch.zeros(1, 1, 1, 1, 1, dtype=torch.long))
 
 
 # ---------------------------------------------------------------------------
@@ -229,9 +218,10 @@ def test_autocast_dtypes_match_torch():
         got, want = tann.SmoothL1Loss()(xb, t.bfloat16()), tnn.SmoothL1Loss()(xb, t.bfloat16())
         assert got.dtype == want.dtype == torch.float32
         torch.testing.assert_close(got, want)
-        if HAS_UNPOOL:
-            p, i = tnn.MaxPool3d(2, return_indices=True)(xb)
-            assert tann.MaxUnpool3d(2)(p, i).dtype == tnn.MaxUnpool3d(2)(p, i).dtype
+        p, i = tnn.MaxPool3d(2, return_indices=True)(xb)
+        got, want = tann.MaxUnpool3d(2)(p, i), tnn.MaxUnpool3d(2)(p, i)
+        assert got.dtype == want.dtype == torch.float32
+        torch.testing.assert_close(got, want)
 
 
 def test_modules_compile_fullgraph():

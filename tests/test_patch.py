@@ -12,8 +12,6 @@ from torch.overrides import TorchFunctionMode
 
 import torch_aclnn
 
-HAS_UNPOOL = getattr(torch_aclnn, "max_unpool3d", None) is not None
-needs_unpool = pytest.mark.skipif(not HAS_UNPOOL, reason="the max_unpool3d family has not landed in this build")
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +85,6 @@ def test_routed(name, fn, op, exact):
     check(xa.grad, xb.grad)
 
 
-@needs_unpool
 @pytest.mark.parametrize("batched", [True, False])
 def test_routed_max_unpool3d(batched):
     pooled, idx = _unpool_inputs(batched=batched)
@@ -105,14 +102,16 @@ def test_routed_max_unpool3d(batched):
     torch.testing.assert_close(pa.grad, pb.grad, rtol=0, atol=0)
 
 
-@pytest.mark.skipif(HAS_UNPOOL, reason="only for a build without max_unpool3d")
-def test_max_unpool3d_passes_through_until_built():
-    pooled, idx = _unpool_inputs()
+def test_routed_max_unpool3d_integers():
+    x = torch.randint(-50, 50, (1, 2, 4, 4, 4), dtype=torch.int32)
+    idx = F.max_pool3d(x.double(), 2, return_indices=True)[1]
+    pooled = torch.randint(-50, 50, idx.shape, dtype=torch.int32)
     with torch_aclnn.patched() as stats:
-        y = F.max_unpool3d(pooled, idx, 2)
-    assert not stats.routed and stats.passed == {"max_unpool3d": 1}
-    assert stats.reasons == {("max_unpool3d", "not in this build of torch_aclnn"): 1}
-    torch.testing.assert_close(y, F.max_unpool3d(pooled, idx, 2))
+        got = F.max_unpool3d(pooled, idx, 2, output_size=(4, 4, 4))
+    assert stats.routed == {"max_unpool3d": 1}
+    # (aten's CPU kernel has no int32; torch_aclnn's does: compare with the same scatter in float64)
+    want = F.max_unpool3d(pooled.double(), idx, 2, output_size=(4, 4, 4)).to(torch.int32)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
 def test_alias_imported_before_patch_is_routed():
@@ -129,6 +128,7 @@ def test_alias_imported_before_patch_is_routed():
 x5 = torch.randn(1, 2, 3, 4, 5)
 x4 = torch.randn(1, 2, 4, 5)
 x3 = torch.randn(1, 2, 5)
+p5, i5 = F.max_pool3d(x5[..., :4], 2, return_indices=True)
 
 PASSED = [
     ("interpolate", lambda: F.interpolate(x5, scale_factor=2, mode="trilinear"), "mode='trilinear'"),
@@ -144,6 +144,7 @@ PASSED = [
     ("celu", lambda: F.celu(x5.clone(), 2.0, True), "inplace=True"),
     ("elu", lambda: F.elu(x5.to("meta")), "device 'meta'"),
     ("smooth_l1_loss", lambda: F.smooth_l1_loss(x5, x5 + 1, reduce=False), "legacy size_average/reduce"),
+    ("max_unpool3d", lambda: F.max_unpool3d(p5.to("meta"), i5.to("meta"), 2), "device 'meta'"),
     ("smooth_l1_loss", lambda: tnn.SmoothL1Loss()(x5, x5[:, :1]), "shapes differ"),
 ]
 
@@ -176,6 +177,8 @@ def test_elu_underscore_is_not_touched():
     (lambda: F.smooth_l1_loss(x5, x5, reduction="avg"), ValueError, "avg is not a valid value for reduction"),
     (lambda: F.celu(x5, alpha=0.0), RuntimeError, "ZeroDivisionError"),
     (lambda: F.elu(x5.long()), RuntimeError, "not implemented for 'Long'"),
+    (lambda: F.max_unpool3d(p5.bool(), i5, 2), RuntimeError, "not implemented for 'Bool'"),
+    (lambda: F.max_unpool3d(p5, i5[:, :1], 2), RuntimeError, "hape"),
 ])
 def test_torch_errors_stay_torch_errors(fn, exc, match):
     """Arguments torch rejects are handed to torch, which raises its own error."""

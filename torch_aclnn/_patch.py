@@ -117,8 +117,6 @@ def _tensor_ok(t, devices, floating_only: bool = True):
     """None if torch_aclnn takes this tensor, else the reason."""
     if not isinstance(t, torch.Tensor):
         return f"argument of type {type(t).__name__}"
-    if not devices:
-        return "not in this build of torch_aclnn"
     if t.device.type not in devices:
         return f"device {t.device.type!r}"
     if floating_only and t.dtype not in _FLOATING:
@@ -150,13 +148,10 @@ class _Router:
         self.ta = ta
         privateuse1 = torch._C._get_privateuse1_backend_name()
         keys = (("CPU", "cpu"), ("CUDA", "cuda"), ("PrivateUse1", privateuse1))
-        self.devices = {}
-        for ops in ROUTED_FUNCTIONS.values():
-            for op in ops:
-                have = getattr(ta, op, None) is not None  # the Python API is part of this build
-                self.devices[op] = frozenset(
-                    dev for key, dev in keys
-                    if have and torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", key))
+        self.devices = {
+            op: frozenset(dev for key, dev in keys
+                          if torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", key))
+            for ops in ROUTED_FUNCTIONS.values() for op in ops}
 
     def interpolate(self, input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                     recompute_scale_factor=None, antialias=False):

@@ -34,22 +34,14 @@ import torch
 from torch import Tensor
 
 from .ops._common import invalid
-from .ops.elu import SELU_ALPHA, SELU_SCALE
+from .ops.elu import SELU_ALPHA, SELU_SCALE, celu, elu, selu
+from .ops.max_unpool import max_unpool3d
+from .ops.smooth_l1 import smooth_l1_loss
+from .ops.upsample import upsample_nearest3d, upsample_nearest_exact3d
 
 __all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "MaxUnpool3d", "convert"]
 
-_NEAREST = {"nearest": "upsample_nearest3d", "nearest-exact": "upsample_nearest_exact3d"}
-
-
-def _function(name: str):
-    """The torch_aclnn function ``name``, or NotImplementedError if this build lacks it."""
-    import torch_aclnn
-
-    fn = getattr(torch_aclnn, name, None)
-    if fn is None:
-        raise NotImplementedError(f"torch_aclnn.{name} is not part of this build of torch_aclnn "
-                                  f"({torch_aclnn.__version__}); use the torch.nn module instead")
-    return fn
+_NEAREST = {"nearest": upsample_nearest3d, "nearest-exact": upsample_nearest_exact3d}
 
 
 class Upsample(torch.nn.Upsample):
@@ -73,7 +65,7 @@ class Upsample(torch.nn.Upsample):
         super().__init__(size, scale_factor, mode, align_corners, recompute_scale_factor)
 
     def forward(self, input: Tensor) -> Tensor:
-        return _function(_NEAREST[self.mode])(input, self.size, self.scale_factor, self.recompute_scale_factor)
+        return _NEAREST[self.mode](input, self.size, self.scale_factor, self.recompute_scale_factor)
 
 
 class _EluInplace(torch.autograd.Function):
@@ -109,7 +101,7 @@ class ELU(torch.nn.ELU):
     def forward(self, input: Tensor) -> Tensor:
         if self.inplace:
             return _elu_inplace(input, self.alpha, 1.0, 1.0)
-        return _function("elu")(input, self.alpha)
+        return elu(input, self.alpha)
 
 
 class SELU(torch.nn.SELU):
@@ -118,7 +110,7 @@ class SELU(torch.nn.SELU):
     def forward(self, input: Tensor) -> Tensor:
         if self.inplace:
             return _elu_inplace(input, SELU_ALPHA, SELU_SCALE, 1.0)
-        return _function("selu")(input)
+        return selu(input)
 
 
 class CELU(torch.nn.CELU):
@@ -129,7 +121,7 @@ class CELU(torch.nn.CELU):
             if self.alpha == 0:
                 raise invalid("celu", "alpha must not be 0 (input_scale = 1 / alpha), got 0")
             return _elu_inplace(input, self.alpha, 1.0, 1.0 / self.alpha)
-        return _function("celu")(input, self.alpha)
+        return celu(input, self.alpha)
 
 
 class SmoothL1Loss(torch.nn.SmoothL1Loss):
@@ -148,7 +140,7 @@ class SmoothL1Loss(torch.nn.SmoothL1Loss):
                 "Please ensure they have the same size.",
                 stacklevel=2,
             )
-        return _function("smooth_l1_loss")(input, target, self.reduction, self.beta)
+        return smooth_l1_loss(input, target, self.reduction, self.beta)
 
 
 class MaxUnpool3d(torch.nn.MaxUnpool3d):
@@ -158,7 +150,7 @@ class MaxUnpool3d(torch.nn.MaxUnpool3d):
     input position wins."""
 
     def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
-        return _function("max_unpool3d")(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+        return max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
 _REPLACEMENTS = {
