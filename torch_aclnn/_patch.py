@@ -73,17 +73,26 @@ class PatchStats:
     * ``reasons[(name, reason)]``: why, e.g. ``("interpolate", "mode='trilinear'")``.
 
     ``routed`` and ``passed`` count calls inside ``torch.compile``d code too,
-    each time the compiled code runs: the counters are tensors that the
-    compiled graph increments (so counting never causes a recompilation).
-    ``reasons`` records eager calls only. Only names with a non-zero count
-    appear."""
+    each time the compiled code runs: there the counter is a tensor that the
+    compiled graph increments (so counting never causes a recompilation);
+    eager calls count in plain Python ints. ``reasons`` records eager calls
+    only. Only names with a non-zero count appear."""
 
     def __init__(self) -> None:
-        self._counts = torch.zeros(2, len(_NAMES), dtype=torch.int64)  # [routed, passed] x name
+        self._eager = [[0] * len(_NAMES), [0] * len(_NAMES)]               # [routed, passed] x name
+        self._compiled = torch.zeros(2, len(_NAMES), dtype=torch.int64)     # the same, for compiled code
         self.reasons: Dict[tuple, int] = {}
 
+    def _add(self, row: int, name: str) -> None:
+        i = _INDEX[name]
+        if torch.compiler.is_compiling():
+            self._compiled[row, i] += 1
+        else:
+            self._eager[row][i] += 1
+
     def _count(self, row: int) -> Dict[str, int]:
-        return {n: int(c) for n, c in zip(_NAMES, self._counts[row].tolist()) if c}
+        counts = [a + b for a, b in zip(self._eager[row], self._compiled[row].tolist())]
+        return {n: c for n, c in zip(_NAMES, counts) if c}
 
     @property
     def routed(self) -> Dict[str, int]:
@@ -94,10 +103,12 @@ class PatchStats:
         return self._count(1)
 
     def total_routed(self) -> int:
-        return int(self._counts[0].sum())
+        return sum(self.routed.values())
 
     def reset(self) -> None:
-        self._counts.zero_()
+        for row in self._eager:
+            row[:] = [0] * len(row)
+        self._compiled.zero_()
         self.reasons.clear()
 
     def as_dict(self) -> dict:
@@ -267,13 +278,13 @@ class _RoutingMode(TorchFunctionMode):
         stats = self.stats
         if isinstance(out, str):
             if stats is not None:
-                stats._counts[1, _INDEX[name]] += 1
+                stats._add(1, name)
                 if not torch.compiler.is_compiling():
                     key = (name, out)
                     stats.reasons[key] = stats.reasons.get(key, 0) + 1
             return func(*args, **kwargs)
         if stats is not None:
-            stats._counts[0, _INDEX[name]] += 1
+            stats._add(0, name)
         return out
 
 
@@ -299,8 +310,8 @@ def patch(count: bool = True) -> None:
     not cover (other modes, 4-D input, inplace=True, legacy arguments, other
     dtypes or devices) go to torch unchanged. Calling it again is a no-op.
 
-    ``count=False``: do not count calls in :func:`patch_stats` (counting
-    costs a tiny CPU tensor update per call, also inside compiled graphs).
+    ``count=False``: do not count calls in :func:`patch_stats` (inside
+    compiled graphs, counting is a tiny CPU tensor update per call).
 
     Example::
 
