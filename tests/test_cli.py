@@ -69,3 +69,5 @@ def test_console_script_runs():
     out = subprocess.run([script, "info"], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "CPU kernels loaded" in out.stdout
+    out = subprocess.run([script, "--help"], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("usage: torch-aclnn ")

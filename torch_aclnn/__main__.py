@@ -146,8 +146,8 @@ def _info(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(prog="python -m torch_aclnn", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=formatter)
+    prog = "torch-aclnn" if Path(sys.argv[0]).name == "torch-aclnn" else "python -m torch_aclnn"
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG, formatter_class=formatter)
     sub = parser.add_subparsers(dest="command", required=True, title="commands")
     from . import check
 
