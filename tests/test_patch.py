@@ -48,6 +48,7 @@ ROUTED = [
     ("interpolate", lambda x: F.interpolate(x, scale_factor=1.3, recompute_scale_factor=True),
      "upsample_nearest3d", True),
     ("interpolate", lambda x: tnn.Upsample(size=5, mode="nearest-exact")(x), "upsample_nearest_exact3d", True),
+    ("interpolate", lambda x: F.upsample_nearest(x, scale_factor=2), "upsample_nearest3d", True),  # deprecated
     ("elu", lambda x: F.elu(x), "elu", False),
     ("elu", lambda x: F.elu(x, 0.3), "elu", False),
     ("elu", lambda x: tnn.ELU(alpha=2.0)(x), "elu", False),
@@ -66,6 +67,7 @@ ROUTED = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore:.*upsample_nearest. is deprecated")
 @pytest.mark.parametrize("name,fn,op,exact", ROUTED, ids=[f"{r[0]}{i}" for i, r in enumerate(ROUTED)])
 def test_routed(name, fn, op, exact):
     x = torch.randn(2, 3, 3, 4, 5, dtype=torch.float64)
