@@ -8,6 +8,7 @@ PIP     := $(VPY) -m pip
 TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.deps-installed
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 .PHONY: all venv build test test-slow check bench fuzz clean
 
@@ -34,8 +35,11 @@ test-slow: build
 check: build
 	$(VPY) -m torch_aclnn check
 
+# Full suite (several minutes): table, JSON and chart in benchmarks/results/.
+# BENCH_ARGS=--quick for a < 1 minute run.
 bench: build
-	$(VPY) -m torch_aclnn bench
+	$(PIP) install -q matplotlib
+	$(VPY) -m torch_aclnn bench $(BENCH_ARGS)
 
 clean:
 	rm -rf build *.egg-info torch_aclnn/*.so

@@ -22,6 +22,9 @@ from .ops.upsample import (  # noqa: E402
     upsample_nearest_exact3d_backward,
 )
 
+# The PrivateUse1 (Ascend NPU) kernels; imports torch_npu defensively.
+from . import npu  # noqa: E402,F401
+
 from . import _autocast  # noqa: E402
 
 _autocast.register()

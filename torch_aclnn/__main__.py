@@ -25,6 +25,7 @@ examples:
   python -m torch_aclnn check                      verify every operator on the CPU (a few minutes)
   python -m torch_aclnn check --quick --op elu_backward --dtype float32
   python -m torch_aclnn check --device cuda --json report.json
+  python -m torch_aclnn bench --quick                  time the operators against aten
   python -m torch_aclnn <command> --help           the options of one command
 
 In Python, run an existing training script on these kernels with one line:
@@ -47,6 +48,18 @@ examples:
   python -m torch_aclnn check --quick
   python -m torch_aclnn check --op upsample_nearest3d_backward --dtype float16 --dtype bfloat16
   python -m torch_aclnn check --device cuda --json cuda-report.json"""
+
+BENCH_EPILOG = """\
+Times every operator case against the aten call a user would otherwise make
+(interleaved rounds, median of round medians) and reports the ratio (> 1:
+torch_aclnn is faster), GB/s and % of a bandwidth reference; writes Markdown,
+JSON and a PNG chart (with matplotlib) to benchmarks/results/. Speed is
+reported, never asserted.
+
+examples:
+  python -m torch_aclnn bench --quick
+  python -m torch_aclnn bench --op elu_backward --dtype float32 --threads 1
+  python -m torch_aclnn bench --tiny --out /tmp/bench     # a smoke run of the harness"""
 
 INFO_EPILOG = """\
 Prints the versions of torch_aclnn, torch, Python and numpy; which CPU kernel
@@ -168,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     except ImportError:
         bench = None
     if bench is not None:
-        p = sub.add_parser("bench", formatter_class=formatter, help="time every operator against aten (ratios and GB/s)",
-                           description="Benchmarks of the torch_aclnn operators against aten's.")
+        p = sub.add_parser("bench", formatter_class=formatter, epilog=BENCH_EPILOG,
+                           help="time every operator against aten (ratios and GB/s)",
+                           description="Benchmarks of the torch_aclnn operators against aten's (CPU).")
         bench.add_arguments(p)
         p.set_defaults(func=bench.main)
     return parser

@@ -330,9 +330,9 @@ at::Tensor backward_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef outpu
 }
 
 template <Mode mode>
-at::Tensor& backward_out_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
-                             c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
-                             at::Tensor& grad_input) {
+void backward_out_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                      c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
+                      at::Tensor& grad_input) {
   const Scale scales[3] = {sd, sh, sw};
   check_backward(mode, grad_output, output_size, input_size, scales, grad_input);
   at::assert_no_internal_overlap(grad_input);
@@ -353,7 +353,6 @@ at::Tensor& backward_out_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef 
     backward_into<mode>(grad_output, out_size, in_size, scales, tmp, fmt);
     grad_input.copy_(tmp);
   }
-  return grad_input;
 }
 
 }  // namespace
