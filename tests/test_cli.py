@@ -24,7 +24,7 @@ def _help(argv, capsys):
 def test_help_texts_have_examples(capsys):
     top = _help(["--help"], capsys)
     assert "examples:" in top and "python -m torch_aclnn check" in top and "torch_aclnn.patch()" in top
-    for command in ("check", "info"):
+    for command in ("check", "info", "bench"):
         text = _help([command, "--help"], capsys)
         assert "examples:" in text and f"python -m torch_aclnn {command}" in text
 
