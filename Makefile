@@ -10,7 +10,7 @@ STAMP   := $(VENV)/.deps-installed
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all venv build test test-fast check bench clean
+.PHONY: all venv build test test-fast fuzz check bench clean
 
 all: test
 
@@ -32,6 +32,10 @@ test: build
 
 test-fast: build
 	$(VPY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# Property-based tests with many more examples than make test's "ci" profile.
+fuzz: build
+	TORCH_ACLNN_HYPOTHESIS_PROFILE=fuzz $(VPY) -m pytest -q tests/test_fuzz.py --hypothesis-show-statistics $(PYTEST_ARGS)
 
 check: build
 	$(VPY) -m torch_aclnn check
