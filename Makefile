@@ -39,7 +39,10 @@ fuzz: build
 
 # AddressSanitizer + UBSan: a copy of the sources built with TORCH_ACLNN_ASAN=1
 # in $(ASAN_DIR) (the in-place .so files stay as they are), then the reference
-# and contract-error tests and the adversarial set run against it.
+# and contract-error tests and the adversarial set run against it. libstdc++ is
+# preloaded after libasan so ASan's __cxa_throw interceptor finds the real one
+# (python itself does not link libstdc++); allocator_may_return_null lets the
+# adversarial set's unallocatable sizes fail as in a normal build.
 ASAN_DIR  ?= build/asan
 ASAN_TESTS ?= tests/test_common.py tests/test_adversarial.py -k "reference or contract_error or adversarial"
 asan: $(STAMP)
@@ -48,8 +51,8 @@ asan: $(STAMP)
 	find $(ASAN_DIR)/tree \( -name '*.so' -o -name __pycache__ \) -prune -exec rm -rf {} +
 	cd $(ASAN_DIR)/tree && TORCH_ACLNN_ASAN=1 $(abspath $(VPY)) setup.py -q build_ext --inplace \
 		--build-temp $(abspath $(ASAN_DIR))/temp --build-lib $(abspath $(ASAN_DIR))/lib
-	cd $(ASAN_DIR)/tree && LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
-		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	cd $(ASAN_DIR)/tree && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
+		ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(abspath $(VPY)) -m pytest -q -p no:cacheprovider $(ASAN_TESTS) $(PYTEST_ARGS)
 
 check: build
