@@ -10,7 +10,7 @@ STAMP   := $(VENV)/.deps-installed
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all venv build test test-fast check bench clean
+.PHONY: all venv build test test-fast fuzz asan check bench clean
 
 all: test
 
@@ -32,6 +32,28 @@ test: build
 
 test-fast: build
 	$(VPY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# Property-based tests with many more examples than make test's "ci" profile.
+fuzz: build
+	TORCH_ACLNN_HYPOTHESIS_PROFILE=fuzz $(VPY) -m pytest -q tests/test_fuzz.py --hypothesis-show-statistics $(PYTEST_ARGS)
+
+# AddressSanitizer + UBSan: a copy of the sources built with TORCH_ACLNN_ASAN=1
+# in $(ASAN_DIR) (the in-place .so files stay as they are), then the reference
+# and contract-error tests and the adversarial set run against it. libstdc++ is
+# preloaded after libasan so ASan's __cxa_throw interceptor finds the real one
+# (python itself does not link libstdc++); allocator_may_return_null lets the
+# adversarial set's unallocatable sizes fail as in a normal build.
+ASAN_DIR  ?= build/asan
+ASAN_TESTS ?= tests/test_common.py tests/test_adversarial.py -k "reference or contract_error or adversarial"
+asan: $(STAMP)
+	rm -rf $(ASAN_DIR)/tree && mkdir -p $(ASAN_DIR)/tree
+	cp -r setup.py pyproject.toml csrc torch_aclnn tests $(ASAN_DIR)/tree/
+	find $(ASAN_DIR)/tree \( -name '*.so' -o -name __pycache__ \) -prune -exec rm -rf {} +
+	cd $(ASAN_DIR)/tree && TORCH_ACLNN_ASAN=1 $(abspath $(VPY)) setup.py -q build_ext --inplace \
+		--build-temp $(abspath $(ASAN_DIR))/temp --build-lib $(abspath $(ASAN_DIR))/lib
+	cd $(ASAN_DIR)/tree && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
+		ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		$(abspath $(VPY)) -m pytest -q -p no:cacheprovider $(ASAN_TESTS) $(PYTEST_ARGS)
 
 check: build
 	$(VPY) -m torch_aclnn check
