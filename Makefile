@@ -8,8 +8,12 @@ PIP     := $(VPY) -m pip
 TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.deps-installed
 PYTEST_ARGS ?=
+# The CUDA build check: its own venv with a CUDA build of torch (kept between
+# runs) and its own build dir (build-cuda/).
+CUDA_VENV  ?= $(CURDIR)/.venv-cuda
+CUDA_TORCH ?= torch==2.14.1
 
-.PHONY: all venv build test test-slow check bench fuzz clean
+.PHONY: all venv build build-cuda test test-slow check bench fuzz clean
 
 all: test
 
@@ -25,7 +29,13 @@ venv: $(STAMP)
 build: $(STAMP)
 	$(PIP) install -q --no-build-isolation -e .
 
-test: build
+# Compiles and links the CUDA kernels against torch $(CUDA_TORCH) and imports
+# the result (needs nvcc, not a GPU; without a CUDA toolkit: a note, no
+# failure). The CPU build above is left untouched. See .ci/build-cuda.
+build-cuda:
+	CUDA_VENV="$(CUDA_VENV)" CUDA_TORCH="$(CUDA_TORCH)" PY="$(PY)" .ci/build-cuda
+
+test: build build-cuda
 	$(VPY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 test-slow: build
@@ -38,4 +48,4 @@ bench: build
 	$(VPY) -m torch_aclnn bench
 
 clean:
-	rm -rf build *.egg-info torch_aclnn/*.so
+	rm -rf build build-cuda *.egg-info torch_aclnn/*.so
