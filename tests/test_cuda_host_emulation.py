@@ -1,0 +1,125 @@
+"""The CUDA kernels' per-element code, run on the host (no GPU needed).
+
+csrc/cuda/<family>.cuh holds what one CUDA thread computes for one element
+(C10_HOST_DEVICE, no CUDA built-ins). tests/cuda_host/<family>.cpp, built
+here with the host compiler, runs that code for every element with the same
+launch set-up as the kernels, in both index widths (32-bit with fast
+division, 64-bit) and both walk orders (NCDHW, NDHWC). The results must
+equal the CPU kernels' bit for bit.
+
+Not covered here (a GPU run of the generic tests covers it): the launches
+(grid, stream, guard), the dispatch and out= plumbing of csrc/cuda/*.cu, and
+device arithmetic differing from the host's.
+"""
+import os
+import random
+
+import pytest
+import torch
+from torch.utils import cpp_extension
+
+from torch_aclnn.testing import OPS
+from torch_aclnn.testing.core import FLOATING, LAYOUTS, make_tensor
+from torch_aclnn.testing.upsample import source_indices
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _build(family):
+    build_dir = os.path.join(ROOT, "build", "cuda_host_emulation", family)
+    os.makedirs(build_dir, exist_ok=True)
+    return cpp_extension.load(
+        name=f"torch_aclnn_cuda_host_{family}",
+        sources=[os.path.join(ROOT, "tests", "cuda_host", f"{family}.cpp")],
+        extra_include_paths=[os.path.join(ROOT, "csrc")],
+        extra_cflags=["-std=c++20", "-O1", "-Wno-unknown-pragmas"],
+        build_directory=build_dir,
+        verbose=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def upsample():
+    return _build("upsample")
+
+
+EXACT = {"upsample_nearest3d": False, "upsample_nearest3d_backward": False,
+         "upsample_nearest_exact3d": True, "upsample_nearest_exact3d_backward": True}
+VARIANTS = [(cl, wide) for cl in (False, True) for wide in (False, True)]
+
+
+def _emulate(emu, name, args):
+    """fn(channels_last, wide) running the emulated kernel on the op's args."""
+    exact = EXACT[name]
+    if name.endswith("_backward"):
+        g, out, insz, *scales = args
+        sd, sh, sw = (scales + [None] * 3)[:3]
+        return lambda cl, wide: emu.backward(g, list(out), list(insz), sd, sh, sw, exact, cl, wide)
+    x, out, *scales = args
+    sd, sh, sw = (scales + [None] * 3)[:3]
+    return lambda cl, wide: emu.forward(x, list(out), sd, sh, sw, exact, cl, wide)
+
+
+def _check(emu, name, args, desc):
+    expected = getattr(torch.ops.torch_aclnn, name)(*args)
+    run = _emulate(emu, name, args)
+    for cl, wide in VARIANTS:
+        got = run(cl, wide)
+        assert got.shape == expected.shape, desc
+        assert torch.equal(got, expected), f"{desc} channels_last={cl} wide={wide}: " \
+            f"max diff {(got.double() - expected.double()).abs().max()}"
+
+
+@pytest.mark.parametrize("name", list(EXACT))
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_upsample_samples(upsample, name, dtype):
+    """Every OpInfo sample (all layouts, scales, empty batch)."""
+    for s in OPS[name].samples("cpu", dtype):
+        _check(upsample, name, s.args, s.desc)
+
+
+def _random_case(rng):
+    insz = [rng.randint(0, 3), rng.randint(0, 3)] + [rng.randint(1, 7) for _ in range(3)]
+    if rng.random() < 0.5:
+        return insz, [rng.randint(1, 17) for _ in range(3)], (None, None, None)
+    while True:
+        scales = [rng.choice([0.3, 0.5, 0.6, 0.75, 1.0, 1.1, 1.3, 1.5, 1.7, 2.0, 2.5, 3.0, 3.3, 4.0, 7.1])
+                  for _ in range(3)]
+        out = [int(insz[2 + i] * scales[i]) for i in range(3)]
+        if min(out) > 0:
+            return insz, out, tuple(scales)
+
+
+def test_upsample_random(upsample):
+    """Random sizes, scales, layouts and dtypes, forward and backward."""
+    rng = random.Random(0)
+    for _ in range(150):
+        insz, out, scales = _random_case(rng)
+        dtype, layout = rng.choice(FLOATING), rng.choice(LAYOUTS)
+        for exact in (False, True):
+            fwd, bwd = ("upsample_nearest_exact3d", "upsample_nearest_exact3d_backward") if exact else \
+                ("upsample_nearest3d", "upsample_nearest3d_backward")
+            x = make_tensor(insz, dtype, layout=layout)
+            _check(upsample, fwd, (x, out, *scales), f"{fwd} {insz}->{out} s={scales} {layout} {dtype}")
+            g = make_tensor(insz[:2] + out, dtype, layout=layout)
+            _check(upsample, bwd, (g, out, insz, *scales), f"{bwd} {out}->{insz} s={scales} {layout} {dtype}")
+
+
+def test_upsample_window_table(upsample):
+    """The device-built windows are the exact preimages of the spec's src(dst)
+    (the float32 reference of torch_aclnn.testing.upsample), per axis."""
+    rng = random.Random(1)
+    for _ in range(300):
+        insz, out, scales = _random_case(rng)
+        use = all(s is not None and s > 0 for s in scales)
+        for exact, mode in ((False, "nearest"), (True, "nearest-exact")):
+            win = upsample.window_table(out, insz, *scales, exact).tolist()
+            base = 0
+            for axis in range(3):
+                n_in = insz[2 + axis]
+                src = source_indices(mode, n_in, out[axis], scales[axis], use).tolist()
+                for i in range(n_in):
+                    pre = [d for d in range(out[axis]) if src[d] == i]
+                    lo, hi = win[base + i], win[base + n_in + i]
+                    assert list(range(lo, hi)) == pre, (insz, out, scales, mode, axis, i, lo, hi, pre)
+                base += 2 * n_in
