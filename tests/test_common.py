@@ -187,3 +187,27 @@ def test_contract_error_compiled(name, index):
         fn(*e.sample.args, **e.sample.kwargs)
     text = f"{type(raised.value).__name__}: {raised.value}"
     assert e.exc.__name__ in text and re.search(rf"\[torch_aclnn {e.code}\] {name}: .*{e.match}", text), text
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if OPS[n].aten is not None and torch.float32 in OPS[n].dtypes])
+def test_nan_inf_propagate_like_aten(name):
+    """NaN and ±Inf in the data give aten's result, NaN positions included."""
+    info = OPS[name]
+    n = 0
+    for s in info.samples("cpu", torch.float32):
+        if not s.exact_vs_aten:
+            continue
+        t = s.args[0]
+        if not t.dtype.is_floating_point or t.numel() < 3:
+            continue
+        poisoned = t.detach().clone()
+        flat = poisoned.view(-1) if poisoned.is_contiguous() else None
+        if flat is None:
+            poisoned = poisoned.contiguous()
+            flat = poisoned.view(-1)
+        flat[0], flat[flat.numel() // 2], flat[-1] = float("nan"), float("inf"), -float("inf")
+        s = s.__class__(args=(poisoned,) + tuple(s.args[1:]), kwargs=s.kwargs, desc=s.desc)
+        ours, theirs = info.op(*s.args, **s.kwargs), info.aten(*s.args, **s.kwargs)
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{s}: {m}")
+        n += 1
+    assert n > 0

@@ -8,6 +8,7 @@ from . import _loader
 
 _loader.load()
 
+from .ops.elu import celu, elu, elu_backward, selu  # noqa: E402
 from .ops.upsample import (  # noqa: E402
     upsample_nearest3d,
     upsample_nearest3d_backward,
@@ -18,6 +19,10 @@ from .ops.upsample import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "celu",
+    "elu",
+    "elu_backward",
+    "selu",
     "upsample_nearest3d",
     "upsample_nearest3d_backward",
     "upsample_nearest_exact3d",

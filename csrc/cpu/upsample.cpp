@@ -12,10 +12,13 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
+#include <ATen/cpu/vec/functional.h>
+#include <ATen/cpu/vec/vec.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace torch_aclnn::upsample {
@@ -143,10 +146,96 @@ at::Tensor forward_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size_,
 // ---------------------------------------------------------------------------
 // Backward
 
+// How one grad_output row (length out) folds into one grad_input row (length
+// in) along W: every input index k owns the window [lo[k], hi[k]).
+struct RowFold {
+  int64_t uniform = 0;  // L > 0 when lo[k] = k*L and hi[k] = (k+1)*L for every k (out == L*in)
+  // Otherwise, pass t (0 <= t < taps) adds row[at[t][k]] to acc[k] when
+  // t < hi[k] - lo[k], else adds +0.0 — which leaves every value bitwise as it
+  // is, since an accumulator that starts at +0.0 is never -0.0. The passes run
+  // in t order, so each element still adds its window in w order, and every
+  // pass is a branch-free gather the compiler vectorises.
+  int64_t taps = 0;
+  std::vector<int32_t> at;     // taps x in offsets into the row (clamped in range)
+  std::vector<uint8_t> valid;  // taps x in: 1 where the tap is inside the window
+};
+
+RowFold make_row_fold(const Windows& w, int64_t in, int64_t out) {
+  RowFold f;
+  for (int64_t k = 0; k < in; ++k) f.taps = std::max(f.taps, w.hi[k] - w.lo[k]);
+  f.at.resize(f.taps * in);
+  f.valid.resize(f.taps * in);
+  for (int64_t t = 0; t < f.taps; ++t) {
+    for (int64_t k = 0; k < in; ++k) {
+      const bool inside = w.lo[k] + t < w.hi[k];
+      f.valid[t * in + k] = inside;
+      f.at[t * in + k] = static_cast<int32_t>(inside ? w.lo[k] + t : 0);
+    }
+  }
+  if (out % in == 0) {
+    const int64_t L = out / in;
+    bool uniform = true;
+    for (int64_t k = 0; k < in && uniform; ++k) uniform = w.lo[k] == k * L && w.hi[k] == (k + 1) * L;
+    if (uniform) f.uniform = L;
+  }
+  return f;
+}
+
+// acc[k] += the window of k in `row`, adding in w order (so each element of
+// grad_input keeps its (d, h, w) summation order).
+template <int64_t L, typename scalar_t, typename acc_t>
+inline void fold_uniform(acc_t* __restrict acc, const scalar_t* __restrict row, int64_t in) {
+  for (int64_t k = 0; k < in; ++k) {
+    acc_t s = acc[k];
+    for (int64_t t = 0; t < L; ++t) s += static_cast<acc_t>(row[k * L + t]);
+    acc[k] = s;
+  }
+}
+
+template <typename scalar_t, typename acc_t>
+inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, const RowFold& f, int64_t in,
+                     int64_t out) {
+  switch (f.uniform) {
+    case 1:
+      for (int64_t k = 0; k < in; ++k) acc[k] += static_cast<acc_t>(row[k]);
+      return;
+    case 2:
+      return fold_uniform<2>(acc, row, in);
+    case 3:
+      return fold_uniform<3>(acc, row, in);
+    case 4:
+      return fold_uniform<4>(acc, row, in);
+    default:
+      for (int64_t t = 0; t < f.taps; ++t) {
+        const int32_t* __restrict at = f.at.data() + t * in;
+        const uint8_t* __restrict valid = f.valid.data() + t * in;
+        for (int64_t k = 0; k < in; ++k) {
+          const acc_t v = static_cast<acc_t>(row[at[k]]);
+          acc[k] += valid[k] ? v : acc_t(0);
+        }
+      }
+  }
+}
+
+// Widens a half/bfloat16 row to float32 (vectorised).
+template <typename scalar_t>
+inline void widen_row(const scalar_t* __restrict src, float* __restrict dst, int64_t n) {
+  using bVec = at::vec::Vectorized<scalar_t>;
+  using fVec = at::vec::Vectorized<float>;
+  int64_t i = 0;
+  for (; i + bVec::size() <= n; i += bVec::size()) {
+    auto [lo, hi] = at::vec::convert_to_float<scalar_t>(bVec::loadu(src + i));
+    lo.store(dst + i);
+    hi.store(dst + i + fVec::size());
+  }
+  for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
 // go and gi are both contiguous in `fmt`.
 template <Mode mode, typename scalar_t>
 void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, MemoryFormat fmt) {
   using acc_t = at::opmath_type<scalar_t>;
+  constexpr bool kAccInPlace = std::is_same_v<acc_t, scalar_t>;
   const int64_t N = gi.size(0), C = gi.size(1);
   const int64_t iD = a.in[0], iH = a.in[1], iW = a.in[2];
   const int64_t oD = a.out[0], oH = a.out[1], oW = a.out[2];
@@ -155,57 +244,63 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
   scalar_t* o = gi.mutable_data_ptr<scalar_t>();
 
   if (fmt == MemoryFormat::Contiguous) {
-    // One grad_input row (n, c, i, j, :) at a time, accumulated in a row buffer:
-    // for each (d, h) of the window, every k adds its w-window. Each element
-    // still sums in (d, h, w) order.
+    // One grad_input row (n, c, i, j, :) at a time: for each (d, h) of its
+    // window, fold grad_output row (d, h) into it along W.
+    const RowFold fold = make_row_fold(ww, iW, oW);
     const int64_t sizes[4] = {N * C, iD, iH, 1};
     const int64_t rows = N * C * iD * iH;
-    const int64_t cost = std::max<int64_t>(1, oD * oH * oW / std::max<int64_t>(1, iD * iH));
+    const int64_t cost = std::max<int64_t>(iW, oD * oH * oW / std::max<int64_t>(1, iD * iH));
     at::parallel_for(0, rows, grain_for(cost), [&](int64_t b, int64_t e) {
-      std::vector<acc_t> acc(iW);
+      // half/bfloat16: accumulate in a float32 row, widening each source row once.
+      std::vector<acc_t> buffer(kAccInPlace ? 0 : iW), wide(kAccInPlace ? 0 : oW);
       int64_t idx[4];
       unravel<4>(b, sizes, idx);
-      const int64_t* lo = ww.lo.data();
-      const int64_t* hi = ww.hi.data();
       for (int64_t r = b; r < e; ++r, advance<4>(sizes, idx)) {
         const int64_t nc = idx[0], i = idx[1], j = idx[2];
-        std::fill(acc.begin(), acc.end(), acc_t(0));
+        scalar_t* dst = o + r * iW;
+        acc_t* acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
+        std::fill(acc, acc + iW, acc_t(0));
         for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
           for (int64_t h = wh.lo[j]; h < wh.hi[j]; ++h) {
             const scalar_t* row = g + ((nc * oD + d) * oH + h) * oW;
-            for (int64_t k = 0; k < iW; ++k) {
-              acc_t s = acc[k];
-              for (int64_t w = lo[k]; w < hi[k]; ++w) s += static_cast<acc_t>(row[w]);
-              acc[k] = s;
+            if constexpr (kAccInPlace) {
+              fold_row(acc, row, fold, iW, oW);
+            } else {
+              widen_row(row, wide.data(), oW);
+              fold_row(acc, wide.data(), fold, iW, oW);
             }
           }
         }
-        scalar_t* dst = o + r * iW;
-        for (int64_t k = 0; k < iW; ++k) dst[k] = static_cast<scalar_t>(acc[k]);
+        if constexpr (!kAccInPlace) {
+          at::vec::convert(acc, dst, iW);
+        }
       }
     });
   } else {
     // channels_last_3d: one pixel (n, i, j, k, :) at a time, C contiguous.
     const int64_t sizes[4] = {N, iD, iH, iW};
     const int64_t pixels = N * iD * iH * iW;
-    const int64_t cost = std::max<int64_t>(1, C * oD * oH * oW / std::max<int64_t>(1, iD * iH * iW));
+    const int64_t cost = std::max<int64_t>(C, C * oD * oH * oW / std::max<int64_t>(1, iD * iH * iW));
     at::parallel_for(0, pixels, grain_for(cost), [&](int64_t b, int64_t e) {
-      std::vector<acc_t> acc(C);
+      std::vector<acc_t> buffer(kAccInPlace ? 0 : C);
       int64_t idx[4];
       unravel<4>(b, sizes, idx);
       for (int64_t p = b; p < e; ++p, advance<4>(sizes, idx)) {
         const int64_t n = idx[0], i = idx[1], j = idx[2], k = idx[3];
-        std::fill(acc.begin(), acc.end(), acc_t(0));
+        scalar_t* dst = o + p * C;
+        acc_t* __restrict acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
+        std::fill(acc, acc + C, acc_t(0));
         for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
           for (int64_t h = wh.lo[j]; h < wh.hi[j]; ++h) {
             for (int64_t w = ww.lo[k]; w < ww.hi[k]; ++w) {
-              const scalar_t* px = g + (((n * oD + d) * oH + h) * oW + w) * C;
+              const scalar_t* __restrict px = g + (((n * oD + d) * oH + h) * oW + w) * C;
               for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<acc_t>(px[c]);
             }
           }
         }
-        scalar_t* dst = o + p * C;
-        for (int64_t c = 0; c < C; ++c) dst[c] = static_cast<scalar_t>(acc[c]);
+        if constexpr (!kAccInPlace) {
+          for (int64_t c = 0; c < C; ++c) dst[c] = static_cast<scalar_t>(acc[c]);
+        }
       }
     });
   }

@@ -12,6 +12,7 @@ from .core import (  # noqa: F401
 # One module per operator family, each exporting OP_INFOS.
 FAMILIES = (
     "upsample",
+    "elu",
 )
 
 OPS: dict = {}

@@ -54,16 +54,16 @@ def reference_backward(mode, grad_output, output_size, input_size, scales_d=None
 # Samples. (input shape, output_size, scales, short-cut?) — scales None means
 # "not given"; exact_vs_aten marks where aten CPU gives the same bits.
 
-def exact_vs_aten(mode: str, in_size, output_size, scales) -> bool:
+def exact_vs_aten(mode: str, in_size, output_size, scales, backward: bool) -> bool:
     """Whether aten CPU computes the same index mapping (so equal bits).
 
     aten decides per axis whether to use a scale (we use them all-or-nothing),
-    and its nearest kernel short-cuts out == in and out == 2*in, ignoring a
-    given scale there (spec §1, pytorch#97135)."""
+    and its nearest backward kernel short-cuts out == in and out == 2*in,
+    ignoring a given scale there (spec §1, pytorch#97135; its forward does not)."""
     given = [s is not None and s > 0 for s in scales]
     if any(given) and not all(given):
         return False
-    if mode == NEAREST and all(given):
+    if mode == NEAREST and backward and all(given):
         for i in range(3):
             if output_size[i] in (in_size[2 + i], 2 * in_size[2 + i]) and scales[i] != output_size[i] / in_size[2 + i]:
                 return False
@@ -97,7 +97,7 @@ def _forward_samples(mode):
             for layout in _layouts(i):
                 x = make_tensor(shape, dtype, device, layout=layout, requires_grad=requires_grad)
                 yield SampleInput((x, list(out), *scales), desc=f"{list(shape)}->{list(out)} s={scales} {layout}",
-                                  layout=layout, exact_vs_aten=exact_vs_aten(mode, shape, out, scales))
+                                  layout=layout, exact_vs_aten=exact_vs_aten(mode, shape, out, scales, False))
     return gen
 
 
@@ -108,7 +108,7 @@ def _backward_samples(mode):
                 g = make_tensor((shape[0], shape[1], *out), dtype, device, layout=layout, requires_grad=requires_grad)
                 yield SampleInput((g, list(out), list(shape), *scales),
                                   desc=f"{list(out)}->{list(shape)} s={scales} {layout}", layout=layout,
-                                  exact_vs_aten=exact_vs_aten(mode, shape, out, scales))
+                                  exact_vs_aten=exact_vs_aten(mode, shape, out, scales, True))
     return gen
 
 

@@ -1,0 +1,97 @@
+// The contract of the ELU family (spec §3): elu (forward) and elu_backward
+// (aclnnEluBackward), which also serve SELU and CELU. Every backend (CPU,
+// CUDA, Meta, and the NPU glue through Meta) validates with this header.
+#pragma once
+
+#include "common/contract.h"
+
+#include <c10/core/Scalar.h>
+#include <c10/core/ScalarType.h>
+
+namespace torch_aclnn::elu {
+
+constexpr int64_t kMaxDims = 8;
+
+inline bool supported_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+}
+
+inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
+  ACLNN_CHECK_TYPE(supported_dtype(t), op, arg, " must be float32, float64, float16 or bfloat16, got ", t);
+}
+
+inline void check_rank(const char* op, const char* arg, const at::Tensor& t) {
+  ACLNN_CHECK_VALUE(t.dim() <= kMaxDims, op, arg, " must have at most ", kMaxDims, " dims, got ", t.dim(),
+                    "-D with shape ", fmt_list(t.sym_sizes()));
+}
+
+// alpha, scale, input_scale: real numbers (int or float). Returns the value
+// as a double (a symbolic scalar is specialised to its value).
+inline double check_scalar(const char* op, const char* arg, const c10::Scalar& s) {
+  ACLNN_CHECK_TYPE(!s.isComplex() && !s.isBoolean(), op, arg, " must be a real number (int or float), got ",
+                   s.isComplex() ? "complex " : "bool ", s);
+  return s.toDouble();
+}
+
+// The scalar parameters of one call, as doubles.
+struct Params {
+  double alpha, scale, input_scale;
+};
+
+inline Params check_params(const char* op, const c10::Scalar& alpha, const c10::Scalar& scale,
+                           const c10::Scalar& input_scale) {
+  return {check_scalar(op, "alpha", alpha), check_scalar(op, "scale", scale),
+          check_scalar(op, "input_scale", input_scale)};
+}
+
+inline Params check_forward(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+                            const c10::Scalar& input_scale) {
+  constexpr const char* op = "elu";
+  check_dtype(op, "self", self.scalar_type());
+  const Params p = check_params(op, alpha, scale, input_scale);
+  check_rank(op, "self", self);
+  return p;
+}
+
+// grad_input (out= variant) may be any supported dtype that holds every value
+// of grad_output's dtype exactly: grad_output's own dtype or a wider one
+// (promote_types(grad_output, grad_input) == grad_input). Values are computed
+// and rounded in grad_output's dtype, then widened exactly on store, so out=
+// returns the same numbers as the functional form.
+inline bool holds(at::ScalarType out, at::ScalarType in) {
+  return supported_dtype(out) && c10::promoteTypes(in, out) == out;
+}
+
+// grad_input is the out= tensor (undefined for the functional form).
+inline Params check_backward(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
+                             const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
+                             const at::Tensor& grad_input = at::Tensor()) {
+  constexpr const char* op = "elu_backward";
+  check_dtype(op, "grad_output", grad_output.scalar_type());
+  check_dtype(op, "self_or_result", self_or_result.scalar_type());
+  ACLNN_CHECK_TYPE(grad_output.scalar_type() == self_or_result.scalar_type(), op,
+                   "self_or_result must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
+                   self_or_result.scalar_type());
+  const Params p = check_params(op, alpha, scale, input_scale);
+  if (grad_input.defined()) {
+    ACLNN_CHECK_TYPE(holds(grad_input.scalar_type(), grad_output.scalar_type()), op,
+                     "grad_input's dtype must hold grad_output's dtype ", grad_output.scalar_type(),
+                     " (the same dtype or a wider float32/float64), got ", grad_input.scalar_type());
+  }
+  check_rank(op, "grad_output", grad_output);
+  ACLNN_CHECK_VALUE(self_or_result.sym_sizes() == grad_output.sym_sizes(), op,
+                    "self_or_result must have grad_output's shape ", fmt_list(grad_output.sym_sizes()),
+                    " (no broadcasting), got ", fmt_list(self_or_result.sym_sizes()));
+  if (grad_input.defined()) {
+    ACLNN_CHECK_VALUE(grad_input.sym_sizes() == grad_output.sym_sizes(), op,
+                      "grad_input must have grad_output's shape ", fmt_list(grad_output.sym_sizes()),
+                      ", got ", fmt_list(grad_input.sym_sizes()));
+  }
+  // With is_result the forward output is inverted on the negative branch,
+  // which needs alpha >= 0 (a NaN alpha is not rejected: it is not < 0).
+  ACLNN_CHECK_VALUE(!(is_result && p.alpha < 0), op,
+                    "alpha must be >= 0 when is_result is True (the forward is not invertible), got ", p.alpha);
+  return p;
+}
+
+}  // namespace torch_aclnn::elu

@@ -1,0 +1,250 @@
+// CPU kernels of the ELU family (spec §3): elu and elu_backward.
+//
+// One elementwise driver over at::TensorIterator (which handles any shape up
+// to 8 dims, 0-dim, empty and arbitrary strides without copies, and splits
+// the work with at::parallel_for). Every element, in every layout and at
+// every position, goes through the same at::vec::Vectorized formula: dense
+// runs are loaded straight from memory, strided runs are gathered into a
+// small block first, and the last partial block of a run uses partial loads
+// and stores instead of a scalar loop. Results therefore do not depend on
+// strides, alignment or the number of threads.
+//
+// The formulas keep aten's order of operations, coefficients and at::vec
+// exp/expm1 (Sleef), so results are bitwise equal to aten's vectorised path.
+// Where aten runs its scalar loop instead (the tail of each contiguous run,
+// strided inputs) it uses std::exp/std::expm1: measured up to 2 ulp apart in
+// float32/float64, 1 ulp in float16 (torch_aclnn.testing.elu.ulp_table).
+// half/bfloat16 compute in float32 and round once.
+#include "contracts/elu.h"
+
+// GCC 12 flags the _mm512_undefined_*() placeholders inside its own
+// half<->float conversion intrinsics, inlined through at::vec, as "may be
+// used uninitialized" (GCC bug 105593, fixed in GCC 13): silence that one
+// false positive.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <ATen/Dispatch.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/OpMathType.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/cpu/vec/functional.h>
+#include <ATen/cpu/vec/vec.h>
+#include <ATen/ops/empty_like.h>
+#include <torch/library.h>
+
+#include <algorithm>
+
+namespace torch_aclnn::elu {
+namespace {
+
+using at::vec::Vectorized;
+
+// ---------------------------------------------------------------------------
+// The formulas, lane-wise in T = opmath type. x == 0 (and NaN) take the
+// negative branch: the positive one is selected only where x > 0.
+
+template <typename T>
+struct Coefs {
+  Vectorized<T> poscoef, negcoef, negiptcoef, zero;
+  explicit Coefs(const Params& p)
+      : poscoef(static_cast<T>(p.scale)),
+        // alpha * scale rounded in T, as aten forms it.
+        negcoef(static_cast<T>(p.alpha) * static_cast<T>(p.scale)),
+        negiptcoef(static_cast<T>(p.input_scale)),
+        zero(T(0)) {}
+};
+
+// elu(x) = x > 0 ? scale * x : alpha * scale * expm1(input_scale * x)
+template <typename T>
+struct Forward {
+  Coefs<T> c;
+  Vectorized<T> operator()(const Vectorized<T>& x) const {
+    const Vectorized<T> pos = x > c.zero;
+    if (!pos.zero_mask()) return x * c.poscoef;  // every lane positive: no expm1
+    return Vectorized<T>::blendv((x * c.negiptcoef).expm1() * c.negcoef, x * c.poscoef, pos);
+  }
+};
+
+// is_result = true:  g * (x > 0 ? scale : input_scale * (x + alpha * scale))
+// is_result = false: g * (x > 0 ? scale : input_scale * alpha * scale * exp(input_scale * x))
+template <typename T, bool is_result>
+struct Backward {
+  Coefs<T> c;
+  Vectorized<T> operator()(const Vectorized<T>& g, const Vectorized<T>& x) const {
+    const Vectorized<T> pos = x > c.zero;
+    if (!pos.zero_mask()) return g * c.poscoef;  // every lane positive
+    Vectorized<T> neg;
+    if constexpr (is_result) {
+      neg = g * c.negiptcoef * (x + c.negcoef);
+    } else {
+      neg = g * c.negiptcoef * c.negcoef * (x * c.negiptcoef).exp();
+    }
+    return Vectorized<T>::blendv(neg, g * c.poscoef, pos);
+  }
+};
+
+// ---------------------------------------------------------------------------
+// The driver.
+
+// out[0:n] = op(in...[0:n]) for n <= Vectorized<scalar_t>::size() contiguous
+// elements; half/bfloat16 lanes are widened to float32 and rounded once.
+template <typename scalar_t, typename Op, typename... In>
+C10_ALWAYS_INLINE void apply_block(const Op& op, scalar_t* out, int64_t n, const In*... in) {
+  using V = Vectorized<scalar_t>;
+  const bool full = n == V::size();
+  auto load = [&](const scalar_t* p) { return full ? V::loadu(p) : V::loadu(p, n); };
+  V r;
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    auto widen = [&](const scalar_t* p) { return at::vec::convert_to_float<scalar_t>(load(p)); };
+    auto lanes = std::make_tuple(widen(in)...);
+    auto lo = std::apply([&](auto&... t) { return op(std::get<0>(t)...); }, lanes);
+    auto hi = std::apply([&](auto&... t) { return op(std::get<1>(t)...); }, lanes);
+    r = at::vec::convert_from_float<scalar_t>(lo, hi);
+  } else {
+    r = op(load(in)...);
+  }
+  if (full) {
+    r.store(out);
+  } else {
+    r.store(out, n);
+  }
+}
+
+// Runs op over iter (output 0, inputs 1..nin, all of dtype scalar_t).
+template <typename scalar_t, int nin, typename Op>
+void run(at::TensorIteratorBase& iter, const Op& op) {
+  static_assert(nin == 1 || nin == 2);
+  constexpr int nt = nin + 1;
+  constexpr int64_t K = Vectorized<scalar_t>::size();
+  constexpr int64_t es = sizeof(scalar_t);
+  auto loop = [&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
+    char* ptr[nt];
+    std::copy(data, data + nt, ptr);
+    const int64_t* outer = strides + nt;
+    bool dense = true;
+    for (int k = 0; k < nt; ++k) dense = dense && strides[k] == es;
+    for (int64_t j = 0; j < n1; ++j) {
+      auto* out = reinterpret_cast<scalar_t*>(ptr[0]);
+      const auto* a = reinterpret_cast<const scalar_t*>(ptr[1]);
+      const auto* b = reinterpret_cast<const scalar_t*>(ptr[nt - 1]);
+      if (dense) {
+        for (int64_t i = 0; i < n0; i += K) {
+          const int64_t n = std::min(K, n0 - i);
+          if constexpr (nin == 1) {
+            apply_block(op, out + i, n, a + i);
+          } else {
+            apply_block(op, out + i, n, a + i, b + i);
+          }
+        }
+      } else {
+        // Gather a block of each operand, compute it like a dense one, scatter.
+        scalar_t buf[nt][K];
+        for (int64_t i = 0; i < n0; i += K) {
+          const int64_t n = std::min(K, n0 - i);
+          for (int k = 1; k < nt; ++k) {
+            const char* p = ptr[k] + i * strides[k];
+            for (int64_t l = 0; l < n; ++l) buf[k][l] = *reinterpret_cast<const scalar_t*>(p + l * strides[k]);
+          }
+          if constexpr (nin == 1) {
+            apply_block(op, buf[0], n, static_cast<const scalar_t*>(buf[1]));
+          } else {
+            apply_block(op, buf[0], n, static_cast<const scalar_t*>(buf[1]), static_cast<const scalar_t*>(buf[2]));
+          }
+          char* p = ptr[0] + i * strides[0];
+          for (int64_t l = 0; l < n; ++l) *reinterpret_cast<scalar_t*>(p + l * strides[0]) = buf[0][l];
+        }
+      }
+      for (int k = 0; k < nt; ++k) ptr[k] += outer[k];
+    }
+  };
+  iter.for_each(loop);
+}
+
+// ---------------------------------------------------------------------------
+// Operators
+
+at::Tensor forward_cpu(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+                       const c10::Scalar& input_scale) {
+  const Params p = check_forward(self, alpha, scale, input_scale);
+  at::Tensor out = at::empty_like(self, c10::MemoryFormat::Preserve);
+  if (out.numel() == 0) return out;
+  auto iter = at::TensorIteratorConfig().resize_outputs(false).add_output(out).add_const_input(self).build();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "elu_cpu", [&] {
+    using T = at::opmath_type<scalar_t>;
+    run<scalar_t, 1>(iter, Forward<T>{Coefs<T>(p)});
+  });
+  return out;
+}
+
+// grad_input: defined, grad_output's shape and dtype, no internal overlap,
+// and not partially overlapping either input.
+void backward_into(const at::Tensor& grad_output, const Params& p, bool is_result, const at::Tensor& self_or_result,
+                   at::Tensor& grad_input) {
+  if (grad_input.numel() == 0) return;
+  auto iter = at::TensorIteratorConfig()
+                  .resize_outputs(false)
+                  .add_output(grad_input)
+                  .add_const_input(grad_output)
+                  .add_const_input(self_or_result)
+                  .build();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "elu_backward_cpu", [&] {
+    using T = at::opmath_type<scalar_t>;
+    if (is_result) {
+      run<scalar_t, 2>(iter, Backward<T, true>{Coefs<T>(p)});
+    } else {
+      run<scalar_t, 2>(iter, Backward<T, false>{Coefs<T>(p)});
+    }
+  });
+}
+
+at::Tensor backward_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
+                        const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result) {
+  const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result);
+  at::Tensor grad_input = at::empty_like(grad_output, c10::MemoryFormat::Preserve);
+  backward_into(grad_output, p, is_result, self_or_result, grad_input);
+  return grad_input;
+}
+
+// out may be written element by element while the inputs are read when it
+// shares no memory with `in`, or is exactly `in` (same address, same strides).
+bool safe_to_write(const at::Tensor& out, const at::Tensor& in) {
+  switch (at::get_overlap_status(out, in)) {
+    case at::MemOverlapStatus::No:
+      return true;
+    case at::MemOverlapStatus::Full:
+      return out.const_data_ptr() == in.const_data_ptr() && out.strides() == in.strides();
+    default:
+      return false;
+  }
+}
+
+at::Tensor& backward_out_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
+                             const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
+                             at::Tensor& grad_input) {
+  const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result, grad_input);
+  at::assert_no_internal_overlap(grad_input);
+  if (grad_input.numel() == 0) return grad_input;
+  // Any strides are written in place; a wider dtype or memory shared with an
+  // input goes through a temporary in grad_output's dtype (widened exactly).
+  if (grad_input.scalar_type() == grad_output.scalar_type() && safe_to_write(grad_input, grad_output) &&
+      safe_to_write(grad_input, self_or_result)) {
+    backward_into(grad_output, p, is_result, self_or_result, grad_input);
+  } else {
+    at::Tensor tmp = at::empty_like(grad_output, c10::MemoryFormat::Preserve);
+    backward_into(grad_output, p, is_result, self_or_result, tmp);
+    grad_input.copy_(tmp);
+  }
+  return grad_input;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_aclnn, CPU, m) {
+  m.impl("elu", forward_cpu);
+  m.impl("elu_backward", backward_cpu);
+  m.impl("elu_backward.grad_input", backward_out_cpu);
+}
+
+}  // namespace torch_aclnn::elu

@@ -1,0 +1,42 @@
+"""The CPU kernels are built once per instruction set; the loader imports the
+one matching aten's capability. Run each variant (in a subprocess, since
+ATEN_CPU_CAPABILITY is read at start-up) against the reference and aten."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+SCRIPT = r"""
+import torch, torch_aclnn
+from torch_aclnn import _loader
+from torch_aclnn.testing import OPS, tolerance
+assert _loader.cpu_isa == "_cpu_" + EXPECTED, (_loader.cpu_isa, torch.backends.cpu.get_cpu_capability())
+checked = 0
+for name, info in OPS.items():
+    for dtype in info.dtypes:
+        for i, s in enumerate(info.samples("cpu", dtype)):
+            if i >= 4:
+                break
+            out = info.op(*s.args, **s.kwargs)
+            torch.testing.assert_close(out.double(), info.reference(*s.args, **s.kwargs), check_dtype=False,
+                                       equal_nan=True, **tolerance(out.dtype))
+            if s.exact_vs_aten and info.aten is not None and dtype in (torch.float32, torch.float64):
+                assert torch.equal(out, info.aten(*s.args, **s.kwargs)), (name, s)
+            checked += 1
+print("checked", checked)
+"""
+
+_AVAILABLE = {"AVX512": ["avx2", "default"], "AVX2": ["default"]}.get(torch.backends.cpu.get_cpu_capability(), [])
+
+
+@pytest.mark.parametrize("isa", ["avx2", "default"])
+def test_isa_variant(isa):
+    if isa not in _AVAILABLE:
+        pytest.skip(f"aten cannot be switched to {isa} on this CPU ({torch.backends.cpu.get_cpu_capability()})")
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=isa)
+    r = subprocess.run([sys.executable, "-c", f"EXPECTED = {isa!r}\n" + SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert int(r.stdout.split()[-1]) > 0

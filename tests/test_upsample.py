@@ -1,0 +1,184 @@
+"""The upsample-nearest family (spec §1, §2): what the generic OpInfo tests in
+test_common.py do not cover — worked examples, the spec's deliberate
+differences from aten, the F.interpolate-style API, layouts and a compiled
+training step."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_aclnn
+from torch_aclnn.testing import make_tensor
+from torch_aclnn.testing.upsample import reference_backward, reference_forward
+
+ops = torch.ops.torch_aclnn
+MODES = {
+    "nearest": (torch_aclnn.upsample_nearest3d, ops.upsample_nearest3d, ops.upsample_nearest3d_backward),
+    "nearest-exact": (torch_aclnn.upsample_nearest_exact3d, ops.upsample_nearest_exact3d,
+                      ops.upsample_nearest_exact3d_backward),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_worked_example(mode, device):
+    """§1/§2: grad_output = arange(1, 33).view(2,2,2,2,2) onto 1x1x1 inputs."""
+    go = torch.arange(1, 33, dtype=torch.float32, device=device).view(2, 2, 2, 2, 2)
+    gi = MODES[mode][2](go, [2, 2, 2], [2, 2, 1, 1, 1], 0.0, 0.0, 0.0)
+    assert gi.shape == (2, 2, 1, 1, 1)
+    assert gi.flatten().tolist() == [36.0, 100.0, 164.0, 228.0]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kwargs", [
+    dict(scale_factor=2), dict(scale_factor=1.5), dict(scale_factor=0.5), dict(scale_factor=(2, 1.5, 0.75)),
+    dict(size=(7, 9, 5)), dict(size=6), dict(scale_factor=1.7, recompute_scale_factor=True),
+], ids=str)
+def test_matches_interpolate_forward_and_grad(mode, kwargs, device):
+    """Same values and gradients as F.interpolate wherever aten's mapping equals the spec's."""
+    fn = MODES[mode][0]
+    x = make_tensor((2, 3, 4, 6, 5), torch.float32, device, requires_grad=True)
+    ours = fn(x, **kwargs)
+    theirs = F.interpolate(x, mode=mode, **kwargs)
+    assert torch.equal(ours, theirs)
+    g = torch.randn_like(theirs)
+    (ga,) = torch.autograd.grad(ours, x, g)
+    (gb,) = torch.autograd.grad(theirs, x, g)
+    assert torch.equal(ga, gb)
+
+
+def test_scales_are_all_or_nothing():
+    """Scales given for some axes only are all ignored (aten decides per axis)."""
+    g = make_tensor((1, 2, 5, 6, 7), torch.float64)
+    mixed = ops.upsample_nearest3d_backward(g, [5, 6, 7], [1, 2, 4, 4, 4], 1.7, None, 1.9)
+    sizes = ops.upsample_nearest3d_backward(g, [5, 6, 7], [1, 2, 4, 4, 4])
+    assert torch.equal(mixed, sizes)
+    torch.testing.assert_close(sizes, reference_backward("nearest", g, [5, 6, 7], [1, 2, 4, 4, 4]))
+    # aten uses a given scale per axis (1/1.7 for D), which maps differently.
+    aten = torch.ops.aten.upsample_nearest3d_backward(g, [5, 6, 7], [1, 2, 4, 4, 4], 1.7, None, 1.9)
+    assert not torch.equal(aten, sizes)
+
+
+@pytest.mark.parametrize("out_size,scale,expected", [
+    (4, 1.05, [2.0, 1.0, 1.0, 0.0]),  # s = float32(1/1.05): dst 1 -> 0, dst 3 -> 2
+    (8, 2.1, [3.0, 2.0, 2.0, 1.0]),   # s = float32(1/2.1): dst 0,1,2 -> 0 ... dst 7 -> 3
+])
+def test_no_shortcut_when_a_scale_is_given(out_size, scale, expected):
+    """aten CPU's backward short-cuts out == in and out == 2*in and then
+    ignores the given scale (pytorch#97135) — so it is not the adjoint of its
+    own forward. The spec applies s = 1/scale always: forward and backward agree."""
+    x = torch.arange(4, dtype=torch.float64).view(1, 1, 4, 1, 1)
+    g = torch.ones(1, 1, out_size, 1, 1, dtype=torch.float64)
+    ours = ops.upsample_nearest3d_backward(g, [out_size, 1, 1], [1, 1, 4, 1, 1], scale, 1.0, 1.0)
+    assert ours.flatten().tolist() == expected
+    # adjoint identity <F(x), g> == <x, B(g)> holds for ours ...
+    fwd = ops.upsample_nearest3d(x, [out_size, 1, 1], scale, 1.0, 1.0)
+    assert (fwd * g).sum() == (x * ours).sum()
+    # ... but not for aten's pair (its forward uses the scale, its backward does not).
+    aten_b = torch.ops.aten.upsample_nearest3d_backward(g, [out_size, 1, 1], [1, 1, 4, 1, 1], scale, 1.0, 1.0)
+    aten_f = torch.ops.aten.upsample_nearest3d(x, [out_size, 1, 1], scale, 1.0, 1.0)
+    assert torch.equal(aten_f, fwd)
+    assert (aten_f * g).sum() != (x * aten_b).sum()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_layout_is_preserved(mode, device):
+    _, fwd, bwd = MODES[mode]
+    x = make_tensor((2, 3, 4, 5, 6), torch.float32, device, layout="channels_last_3d")
+    y = fwd(x, [8, 10, 12], 2.0, 2.0, 2.0)
+    assert y.is_contiguous(memory_format=torch.channels_last_3d)
+    gi = bwd(y, [8, 10, 12], [2, 3, 4, 5, 6], 2.0, 2.0, 2.0)
+    assert gi.is_contiguous(memory_format=torch.channels_last_3d)
+    assert torch.equal(gi, bwd(y.contiguous(), [8, 10, 12], [2, 3, 4, 5, 6], 2.0, 2.0, 2.0))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_expanded_and_sliced_inputs(mode, device):
+    _, fwd, bwd = MODES[mode]
+    base = make_tensor((1, 3, 1, 5, 6), torch.float64, device)
+    x = base.expand(2, 3, 4, 5, 6)  # stride 0 on N and D
+    y = fwd(x, [6, 7, 9])
+    assert torch.equal(y, reference_forward(mode, x, [6, 7, 9]))
+    g = make_tensor((2, 3, 6, 7, 18), torch.float64, device)[..., ::2]
+    assert torch.allclose(bwd(g, [6, 7, 9], [2, 3, 4, 5, 6]), reference_backward(mode, g, [6, 7, 9], [2, 3, 4, 5, 6]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_out_into_views(mode, device):
+    """out= into a non-dense view and into a channels_last_3d tensor."""
+    bwd = MODES[mode][2]
+    g = make_tensor((2, 3, 6, 7, 9), torch.float32, device)
+    expected = bwd(g, [6, 7, 9], [2, 3, 4, 5, 6])
+    big = torch.zeros(2, 3, 4, 5, 12, device=device)
+    view = big[..., ::2]
+    bwd.grad_input(g, [6, 7, 9], [2, 3, 4, 5, 6], grad_input=view)
+    assert torch.equal(view, expected)
+    assert torch.equal(big[..., 1::2], torch.zeros_like(view))  # untouched
+    cl = torch.empty(2, 3, 4, 5, 6, device=device).contiguous(memory_format=torch.channels_last_3d)
+    torch_aclnn.upsample_nearest3d_backward(g, [6, 7, 9], [2, 3, 4, 5, 6], out=cl) if mode == "nearest" else \
+        torch_aclnn.upsample_nearest_exact3d_backward(g, [6, 7, 9], [2, 3, 4, 5, 6], out=cl)
+    assert torch.equal(cl, expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_half_accumulates_in_float(mode):
+    """A window sum that would lose bits in half is computed in float32 and rounded once."""
+    bwd = MODES[mode][2]
+    g = torch.full((1, 1, 8, 8, 8), 1.0 + 2 ** -10, dtype=torch.float16)
+    gi = bwd(g, [8, 8, 8], [1, 1, 1, 1, 1])
+    exact = torch.tensor(512 * (1.0 + 2 ** -10), dtype=torch.float32).to(torch.float16)
+    assert gi.item() == exact.item()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_deterministic_across_thread_counts(mode):
+    bwd = MODES[mode][2]
+    g = make_tensor((2, 4, 17, 19, 23), torch.float32)
+    results = []
+    old = torch.get_num_threads()
+    try:
+        for n in (1, 2, 1):
+            torch.set_num_threads(n)
+            results.append(bwd(g, [17, 19, 23], [2, 4, 7, 9, 11]))
+    finally:
+        torch.set_num_threads(old)
+    assert all(torch.equal(results[0], r) for r in results[1:])
+
+
+def test_python_api_errors():
+    x = make_tensor((1, 2, 3, 4, 5), torch.float32)
+    with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] upsample_nearest3d: exactly one of size and scale_factor"):
+        torch_aclnn.upsample_nearest3d(x)
+    with pytest.raises(ValueError, match=r"exactly one of size and scale_factor"):
+        torch_aclnn.upsample_nearest3d(x, size=4, scale_factor=2)
+    with pytest.raises(ValueError, match=r"input must be 5-D"):
+        torch_aclnn.upsample_nearest_exact3d(x[0], scale_factor=2)
+    with pytest.raises(ValueError, match=r"scale_factor must have 3 elements"):
+        torch_aclnn.upsample_nearest3d(x, scale_factor=(2, 2))
+    with pytest.raises(TypeError, match=r"\[torch_aclnn 161001\] upsample_nearest3d: input is required"):
+        torch_aclnn.upsample_nearest3d(None, scale_factor=2)
+    with pytest.raises(TypeError, match=r"\[torch_aclnn 161001\] upsample_nearest3d_backward: grad_output is required"):
+        torch_aclnn.upsample_nearest3d_backward(None, [2, 2, 2], [1, 1, 1, 1, 1])
+    with pytest.raises(TypeError, match=r"\[torch_aclnn 161001\] upsample_nearest_exact3d_backward: input_size is required"):
+        torch_aclnn.upsample_nearest_exact3d_backward(x, [3, 4, 5], None)
+
+
+def test_compiled_training_step_inductor():
+    """A forward+backward training step through both modes under
+    torch.compile(fullgraph=True, dynamic=True) with inductor matches eager."""
+    torch._dynamo.reset()
+    w = torch.randn(1, 3, 1, 1, 1, dtype=torch.float64, requires_grad=True)
+
+    def step(x):
+        a = torch_aclnn.upsample_nearest3d(x * w, scale_factor=2)
+        b = torch_aclnn.upsample_nearest_exact3d(a, size=(5, 7, 9))
+        return (b * b).mean()
+
+    compiled = torch.compile(step, fullgraph=True, dynamic=True)
+    for shape in [(2, 3, 4, 5, 6), (1, 3, 3, 4, 7)]:
+        x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+        le = step(x)
+        ge = torch.autograd.grad(le, (x, w))
+        lc = compiled(x)
+        gc = torch.autograd.grad(lc, (x, w))
+        torch.testing.assert_close(lc, le)
+        for a, b in zip(gc, ge):
+            torch.testing.assert_close(a, b)

@@ -1,0 +1,140 @@
+"""The ELU family (spec §3): elu and elu_backward (aclnnEluBackward).
+
+ELU, SELU and CELU are all the one operator
+``elu(x) = scale * x if x > 0 else alpha * scale * expm1(input_scale * x)``
+with different parameters; x == 0 takes the negative branch.
+
+Where things live:
+  schema            csrc/torch_aclnn.cpp
+  contract          csrc/contracts/elu.h (all backends, incl. Meta/fake)
+  CPU kernels       csrc/cpu/elu.cpp
+  fake kernels      csrc/meta/elu.cpp (C++ Meta, shares the contract)
+  autograd          this file (register_autograd below)
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ._common import invalid, require
+
+__all__ = ["elu", "selu", "celu", "elu_backward"]
+
+_ops = torch.ops.torch_aclnn
+
+# torch.nn.functional.selu's constants (aten's SELU_ALPHA / SELU_SCALE).
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _no_inplace(op: str, inplace: bool) -> None:
+    if inplace:
+        raise NotImplementedError(
+            f"torch_aclnn.{op}: inplace=True is not supported (the operator is out-of-place); "
+            f"use `x = torch_aclnn.{op}(x)` instead")
+
+
+def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale: float = 1.0,
+        input_scale: float = 1.0) -> torch.Tensor:
+    """``F.elu(input, alpha)``; ``scale`` and ``input_scale`` expose the full
+    operator: ``scale * x`` for x > 0, ``alpha * scale * expm1(input_scale * x)``
+    for x <= 0.
+
+    float32, float64, float16, bfloat16 (half/bfloat16 computed in float32);
+    0 to 8 dims; any strides. Differentiable (the gradient is
+    :func:`elu_backward` with ``is_result=False``).
+    """
+    require("elu", input=input, alpha=alpha, scale=scale, input_scale=input_scale)
+    _no_inplace("elu", inplace)
+    return _ops.elu(input, alpha, scale, input_scale)
+
+
+def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    """``F.selu(input)``: :func:`elu` with alpha = 1.6732632423543772 and
+    scale = 1.0507009873554805."""
+    require("selu", input=input)
+    _no_inplace("selu", inplace)
+    return _ops.elu(input, SELU_ALPHA, SELU_SCALE, 1.0)
+
+
+def celu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torch.Tensor:
+    """``F.celu(input, alpha)``: :func:`elu` with scale = 1 and
+    input_scale = 1 / alpha (alpha must not be 0)."""
+    require("celu", input=input, alpha=alpha)
+    _no_inplace("celu", inplace)
+    if isinstance(alpha, (bool, complex)):  # let the operator's contract name the type
+        return _ops.elu(input, alpha, 1.0, alpha)
+    if alpha == 0:
+        raise invalid("celu", "alpha must not be 0 (input_scale = 1 / alpha), got 0")
+    return _ops.elu(input, alpha, 1.0, 1.0 / alpha)
+
+
+def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_scale: float, is_result: bool,
+                 self_or_result: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """aclnnEluBackward: the gradient of :func:`elu` (``torch.ops.aten.elu_backward``).
+
+    ``is_result=False``: ``self_or_result`` is the forward input x and
+    ``grad_input = grad_output * (scale if x > 0 else input_scale * alpha * scale * exp(input_scale * x))``.
+    ``is_result=True``: ``self_or_result`` is the forward output y (needs alpha >= 0) and
+    ``grad_input = grad_output * (scale if y > 0 else input_scale * (y + alpha * scale))``.
+
+    ``out``: grad_output's shape, and grad_output's dtype or a wider float
+    dtype (values are rounded in grad_output's dtype, then widened exactly).
+    """
+    require("elu_backward", grad_output=grad_output, alpha=alpha, scale=scale, input_scale=input_scale,
+            is_result=is_result, self_or_result=self_or_result)
+    if out is not None:
+        if torch.is_grad_enabled() and (grad_output.requires_grad or self_or_result.requires_grad):
+            raise RuntimeError(
+                "torch_aclnn.elu_backward: out= does not support automatic differentiation, but an argument "
+                "requires grad; call it without out= (or under torch.no_grad())")
+        return _ops.elu_backward.grad_input(grad_output, alpha, scale, input_scale, is_result, self_or_result,
+                                            grad_input=out)
+    return _ops.elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result)
+
+
+# ---------------------------------------------------------------------------
+# Autograd (spec "Autograd pairing"):
+#   elu          -> elu_backward(grad, ..., is_result=False, x = input)
+#   elu_backward -> w.r.t. grad_output: elu_backward again (it is linear in it);
+#                   w.r.t. self_or_result x: d/dx of the negative branch,
+#                   zero where x > 0:
+#                     is_result:     grad * grad_output * input_scale
+#                     not is_result: input_scale * elu_backward(grad * grad_output, ..., False, x)
+
+def _elu_setup(ctx, inputs, output):
+    self, alpha, scale, input_scale = inputs
+    ctx.params = (alpha, scale, input_scale)
+    ctx.save_for_backward(self)
+
+
+def _elu_grad(ctx, grad):
+    (self,) = ctx.saved_tensors
+    return _ops.elu_backward(grad, *ctx.params, False, self), None, None, None
+
+
+def _elu_backward_setup(ctx, inputs, output):
+    grad_output, alpha, scale, input_scale, is_result, self_or_result = inputs
+    ctx.params = (alpha, scale, input_scale)
+    ctx.is_result = is_result
+    ctx.save_for_backward(grad_output, self_or_result)
+
+
+def _elu_backward_grad(ctx, grad):
+    grad_output, x = ctx.saved_tensors
+    alpha, scale, input_scale = ctx.params
+    grad_grad_output = grad_x = None
+    if ctx.needs_input_grad[0]:
+        grad_grad_output = _ops.elu_backward(grad, alpha, scale, input_scale, ctx.is_result, x)
+    if ctx.needs_input_grad[5]:
+        if ctx.is_result:
+            d = grad * grad_output * input_scale
+        else:
+            d = _ops.elu_backward(grad * grad_output, alpha, scale, input_scale, False, x) * input_scale
+        grad_x = d.masked_fill(x > 0, 0)
+    return grad_grad_output, None, None, None, None, grad_x
+
+
+torch.library.register_autograd("torch_aclnn::elu", _elu_grad, setup_context=_elu_setup)
+torch.library.register_autograd("torch_aclnn::elu_backward", _elu_backward_grad, setup_context=_elu_backward_setup)
