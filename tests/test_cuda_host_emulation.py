@@ -123,3 +123,46 @@ def test_upsample_window_table(upsample):
                     lo, hi = win[base + i], win[base + n_in + i]
                     assert list(range(lo, hi)) == pre, (insz, out, scales, mode, axis, i, lo, hi, pre)
                 base += 2 * n_in
+
+
+# ---------------------------------------------------------------------------
+# ELU: the functors against aten's scalar CPU formula. aten's CPU kernel runs
+# that scalar formula (std::exp/std::expm1, the same order of operations and
+# coefficients as aten's CUDA kernel) on strided inputs, so a strided input
+# makes aten compute what the CUDA kernels' functors compute, bit for bit.
+# NaN x is left out: there the CUDA kernels follow the CPU kernels' rule
+# (negative branch), not aten's scalar loop.
+
+@pytest.fixture(scope="module")
+def elu():
+    return _build("elu")
+
+
+def _strided(t):
+    base = torch.zeros(t.numel() * 2, dtype=t.dtype)
+    view = base[::2]
+    view.copy_(t.reshape(-1))
+    return view
+
+
+ELU_PARAMS = [(1.0, 1.0, 1.0), (0.5, 1.0, 1.0), (1.6732632423543772, 1.0507009873554805, 1.0),
+              (2.0, 1.0, 0.5), (1.3, 1.1, 0.7), (-0.8, 1.0, 1.0)]
+EDGES = [0.0, -0.0, 1e-30, -1e-30, 1.0, -1.0, 30.0, -30.0, -200.0, 1e30, -1e30, float("inf"), float("-inf")]
+
+
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_elu_functors(elu, dtype):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.cat([torch.rand(4096, generator=gen, dtype=torch.float64) * 25 - 20,
+                   torch.tensor(EDGES, dtype=torch.float64)]).to(dtype)
+    g = (torch.rand(x.numel(), generator=gen, dtype=torch.float64) * 6 - 3).to(dtype)
+    for alpha, scale, input_scale in ELU_PARAMS:
+        ours = elu.forward(x, alpha, scale, input_scale)
+        theirs = torch.ops.aten.elu(_strided(x), alpha, scale, input_scale)
+        assert torch.equal(ours, theirs), (dtype, alpha, scale, input_scale)
+        for is_result in (False, True):
+            if is_result and alpha < 0:
+                continue
+            ours = elu.backward(g, alpha, scale, input_scale, is_result, x)
+            theirs = torch.ops.aten.elu_backward(_strided(g), alpha, scale, input_scale, is_result, _strided(x))
+            assert torch.equal(ours, theirs), (dtype, alpha, scale, input_scale, is_result)
