@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from torch_aclnn.testing import OPS, tolerance
+from torch_aclnn.testing import OPS, make_layout, tolerance
 
 OP_DTYPES = [pytest.param(name, dt, id=f"{name}-{str(dt).replace('torch.', '')}")
              for name, info in OPS.items() for dt in info.dtypes]
@@ -200,12 +200,10 @@ def test_nan_inf_propagate_like_aten(name):
         t = s.args[0]
         if not t.dtype.is_floating_point or t.numel() < 3:
             continue
-        poisoned = t.detach().clone()
-        flat = poisoned.view(-1) if poisoned.is_contiguous() else None
-        if flat is None:
-            poisoned = poisoned.contiguous()
-            flat = poisoned.view(-1)
+        values = t.detach().contiguous().clone()
+        flat = values.view(-1)
         flat[0], flat[flat.numel() // 2], flat[-1] = float("nan"), float("inf"), -float("inf")
+        poisoned = make_layout(values, s.layout)  # same layout as the sample
         s = s.__class__(args=(poisoned,) + tuple(s.args[1:]), kwargs=s.kwargs, desc=s.desc)
         ours, theirs = info.op(*s.args, **s.kwargs), info.aten(*s.args, **s.kwargs)
         torch.testing.assert_close(ours, theirs, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{s}: {m}")
