@@ -9,6 +9,7 @@ from . import _loader
 _loader.load()
 
 from .ops.elu import celu, elu, elu_backward, selu  # noqa: E402
+from .ops.smooth_l1 import smooth_l1_loss, smooth_l1_loss_backward  # noqa: E402
 from .ops.upsample import (  # noqa: E402
     upsample_nearest3d,
     upsample_nearest3d_backward,
@@ -23,6 +24,8 @@ __all__ = [
     "elu",
     "elu_backward",
     "selu",
+    "smooth_l1_loss",
+    "smooth_l1_loss_backward",
     "upsample_nearest3d",
     "upsample_nearest3d_backward",
     "upsample_nearest_exact3d",

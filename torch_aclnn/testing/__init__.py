@@ -13,6 +13,7 @@ from .core import (  # noqa: F401
 FAMILIES = (
     "upsample",
     "elu",
+    "smooth_l1",
 )
 
 OPS: dict = {}

@@ -1,0 +1,142 @@
+// The contract of the SmoothL1 family (spec §4): smooth_l1_loss and
+// smooth_l1_loss_backward (aclnnSmoothL1LossBackward). Every backend (CPU,
+// CUDA, Meta, and the NPU glue through Meta) validates with this header and
+// takes the result's dtype and shape from it.
+//
+//   dtypes     every tensor is float32, float64, float16 or bfloat16; the
+//              computation dtype is their promotion by torch's rules
+//              (at::native::result_type: 0-dim tensors rank below the others)
+//   shapes     broadcast(self, target) for the loss; broadcast(grad_output,
+//              self, target) for grad_input
+//   reduction  0 'none', 1 'mean', 2 'sum'
+//   beta       >= 0 (NaN rejected); 0 is plain L1
+#pragma once
+
+#include "common/contract.h"
+
+#include <ATen/native/TypeProperties.h>
+#include <c10/core/SymInt.h>
+#include <c10/core/SymIntArrayRef.h>
+#include <c10/util/SmallVector.h>
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+
+namespace torch_aclnn::smooth_l1 {
+
+constexpr const char* kForward = "smooth_l1_loss";
+constexpr const char* kBackward = "smooth_l1_loss_backward";
+
+enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+
+using SymShape = c10::SmallVector<c10::SymInt, 6>;
+
+// A double as Python's repr writes it ("-1.0", "0.1", "nan", "inf").
+inline std::string fmt_float(double v) {
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".eni") == std::string::npos) s += ".0";
+  return s;
+}
+
+inline bool supported_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+}
+
+inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
+  ACLNN_CHECK_TYPE(supported_dtype(t), op, arg, " must be float32, float64, float16 or bfloat16, got ", t);
+}
+
+inline void check_reduction(const char* op, int64_t reduction) {
+  ACLNN_CHECK_VALUE(reduction == kNone || reduction == kMean || reduction == kSum, op,
+                    "reduction must be 0 ('none'), 1 ('mean') or 2 ('sum'), got ", reduction);
+}
+
+inline void check_beta(const char* op, double beta) {
+  // Written as !(beta >= 0) so that NaN fails too.
+  ACLNN_CHECK_VALUE(beta >= 0.0, op, "beta must be >= 0, got ", fmt_float(beta));
+}
+
+// Broadcasts shape `b` (named b_name) into `shape` (the broadcast of the
+// arguments named so far, shape_name), numpy rules. Over SymInts: on symbolic
+// sizes the comparisons become guards, as torch's own broadcasting does.
+inline void broadcast_into(const char* op, SymShape& shape, const std::string& shape_name,
+                           c10::SymIntArrayRef b, const char* b_name) {
+  const SymShape a = shape;
+  const size_t nd = std::max(a.size(), b.size());
+  shape.assign(nd, c10::SymInt(1));
+  for (size_t i = 0; i < nd; ++i) {
+    // Aligned from the right; a missing axis is 1.
+    const bool in_a = i + a.size() >= nd, in_b = i + b.size() >= nd;
+    const c10::SymInt sa = in_a ? a[i + a.size() - nd] : c10::SymInt(1);
+    const c10::SymInt sb = in_b ? b[i + b.size() - nd] : c10::SymInt(1);
+    if (sa == 1) {
+      shape[i] = sb;
+    } else if (sb == 1) {
+      shape[i] = sa;
+    } else {
+      ACLNN_CHECK_VALUE(sa == sb, op, shape_name, " ", fmt_list(a), " and ", b_name, " ", fmt_list(b),
+                        " are not broadcastable: size ", sa, " vs ", sb, " at dim ",
+                        static_cast<int64_t>(i) - static_cast<int64_t>(nd));
+      shape[i] = sa;
+    }
+  }
+}
+
+// What a valid call computes: the promoted dtype and the result's shape.
+struct Plan {
+  at::ScalarType dtype;
+  SymShape shape;  // broadcast shape of the inputs (the loss before reduction, or grad_input)
+};
+
+// torch's type promotion over the tensors, each already checked supported;
+// with floating inputs only the result is always one of them, but a future
+// relaxation of check_dtype must not produce an unsupported one silently.
+inline at::ScalarType promote(const char* op, std::initializer_list<const at::Tensor*> tensors) {
+  at::native::ResultTypeState state;
+  for (const at::Tensor* t : tensors) state = at::native::update_result_type_state(*t, state);
+  const at::ScalarType dtype = at::native::result_type(state);
+  ACLNN_CHECK_TYPE(supported_dtype(dtype), op, "the inputs' dtypes promote to ", dtype,
+                   ", which is not float32, float64, float16 or bfloat16");
+  return dtype;
+}
+
+inline Plan check_forward(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
+  const char* op = kForward;
+  check_dtype(op, "self", self.scalar_type());
+  check_dtype(op, "target", target.scalar_type());
+  check_reduction(op, reduction);
+  check_beta(op, beta);
+  Plan p{promote(op, {&self, &target}), SymShape(self.sym_sizes().begin(), self.sym_sizes().end())};
+  broadcast_into(op, p.shape, "self", target.sym_sizes(), "target");
+  return p;
+}
+
+// grad_input is the out= tensor (undefined for the functional form).
+inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                           int64_t reduction, double beta, const at::Tensor& grad_input = at::Tensor()) {
+  const char* op = kBackward;
+  check_dtype(op, "grad_output", grad_output.scalar_type());
+  check_dtype(op, "self", self.scalar_type());
+  check_dtype(op, "target", target.scalar_type());
+  check_reduction(op, reduction);
+  check_beta(op, beta);
+  Plan p{promote(op, {&grad_output, &self, &target}),
+         SymShape(self.sym_sizes().begin(), self.sym_sizes().end())};
+  broadcast_into(op, p.shape, "self", target.sym_sizes(), "target");
+  broadcast_into(op, p.shape, "broadcast(self, target)", grad_output.sym_sizes(), "grad_output");
+  if (grad_input.defined()) {
+    ACLNN_CHECK_TYPE(grad_input.scalar_type() == p.dtype, op, "grad_input must have the promoted dtype ",
+                     p.dtype, " of grad_output, self and target, got ", grad_input.scalar_type());
+    const auto gi = grad_input.sym_sizes();
+    bool same = gi.size() == p.shape.size();
+    for (size_t i = 0; same && i < gi.size(); ++i) same = gi[i] == p.shape[i];
+    ACLNN_CHECK_VALUE(same, op, "grad_input must have the broadcast shape of grad_output, self and target ",
+                      fmt_list(p.shape), ", got ", fmt_list(gi));
+  }
+  return p;
+}
+
+}  // namespace torch_aclnn::smooth_l1

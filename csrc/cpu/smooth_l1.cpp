@@ -1,0 +1,384 @@
+// CPU kernels of the SmoothL1 family (spec §4).
+//
+// Inputs are first brought to the promoted dtype (a no-op in the common
+// same-dtype case); a TensorIterator then handles broadcasting and arbitrary
+// strides. All arithmetic runs in opmath (float32 for half/bfloat16, rounded
+// once when stored), with the scalar and the at::vec forms of each formula
+// doing the same operations in the same order, so every element's result is
+// the same whichever path computes it.
+//
+//   loss         z = |self - target|;  z < beta ? 0.5 * z * z / beta : z - 0.5 * beta
+//   grad_input   d = self - target;    r = |d| >= beta ? sign(d) : d / beta   (sign(0) = 0)
+//                grad_input = norm * r * grad_output,
+//                norm = 1 / numel(broadcast(self, target)) for 'mean', else 1
+//   (NaN d fails |d| >= beta and gives d / beta = NaN, so NaN propagates.)
+//
+// 'none' and the backward write every output element exactly once (no
+// zero-fill pass); both return a contiguous tensor of the broadcast shape.
+//
+// 'mean' / 'sum' reduce deterministically: the broadcast elements, in the
+// TensorIterator's order, are cut into fixed chunks of kChunk elements (fixed
+// boundaries, whatever the thread count). Each chunk sums its opmath losses in
+// float64 vector lanes; the chunk sums are then added pairwise in a fixed
+// order. The result therefore does not depend on the number of threads, and
+// its error is that of the per-element opmath losses plus ~1 rounding of the
+// output dtype ('mean' divides the float64 sum by the element count).
+#include "contracts/smooth_l1.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/cpu/vec/functional.h>
+#include <ATen/cpu/vec/vec.h>
+#include <ATen/native/cpu/Loops.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+#include <immintrin.h>
+#endif
+
+namespace torch_aclnn::smooth_l1 {
+namespace {
+
+using at::vec::Vectorized;
+
+// ---------------------------------------------------------------------------
+// The formulas, over opmath T (float or double), as scalars and as vectors.
+
+template <typename T>
+struct Loss {
+  T beta, half_beta;
+  explicit Loss(double b) : beta(static_cast<T>(b)), half_beta(static_cast<T>(0.5) * static_cast<T>(b)) {}
+
+  T operator()(T a, T b) const {
+    const T z = std::abs(a - b);
+    return z < beta ? static_cast<T>(0.5) * z * z / beta : z - half_beta;
+  }
+  Vectorized<T> operator()(const Vectorized<T>& a, const Vectorized<T>& b) const {
+    const Vectorized<T> z = (a - b).abs();
+    const Vectorized<T> vbeta(beta);
+    const Vectorized<T> quadratic = Vectorized<T>(static_cast<T>(0.5)) * z * z / vbeta;
+    const Vectorized<T> linear = z - Vectorized<T>(half_beta);
+    return Vectorized<T>::blendv(linear, quadratic, z < vbeta);
+  }
+};
+
+template <typename T>
+struct Grad {
+  T beta, norm;
+  Grad(double b, double n) : beta(static_cast<T>(b)), norm(static_cast<T>(n)) {}
+
+  T operator()(T g, T a, T b) const {
+    const T d = a - b;
+    const T sign = d > T(0) ? T(1) : (d < T(0) ? T(-1) : T(0));
+    const T r = std::abs(d) >= beta ? sign : d / beta;
+    return norm * r * g;
+  }
+  Vectorized<T> operator()(const Vectorized<T>& g, const Vectorized<T>& a, const Vectorized<T>& b) const {
+    const Vectorized<T> zero(T(0));
+    const Vectorized<T> d = a - b;
+    const Vectorized<T> sign = Vectorized<T>::blendv(
+        Vectorized<T>::blendv(zero, Vectorized<T>(T(-1)), d < zero), Vectorized<T>(T(1)), d > zero);
+    const Vectorized<T> vbeta(beta);
+    const Vectorized<T> r = Vectorized<T>::blendv(d / vbeta, sign, d.abs() >= vbeta);
+    return Vectorized<T>(norm) * r * g;
+  }
+};
+
+// Applies an opmath vector function to Vectorized<scalar_t> arguments
+// (half/bfloat16: widened to two float vectors, narrowed once).
+template <typename scalar_t, typename F, typename... V>
+inline Vectorized<scalar_t> apply_vec(const F& f, const V&... v) {
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
+    const auto wide = std::make_tuple(at::vec::convert_to_float<scalar_t>(v)...);
+    return std::apply(
+        [&](const auto&... w) {
+          return at::vec::convert_from_float<scalar_t>(f(std::get<0>(w)...), f(std::get<1>(w)...));
+        },
+        wide);
+  } else {
+    return f(v...);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Elementwise kernels: the 'none' loss and grad_input.
+
+void loss_none_into(const at::Tensor& self, const at::Tensor& target, double beta, at::Tensor& out) {
+  auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(self).add_const_input(target).build();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "smooth_l1_loss_cpu", [&] {
+    using opmath_t = at::opmath_type<scalar_t>;
+    const Loss<opmath_t> f(beta);
+    at::native::cpu_kernel_vec(
+        iter,
+        [f](scalar_t a, scalar_t b) -> scalar_t {
+          return static_cast<scalar_t>(f(static_cast<opmath_t>(a), static_cast<opmath_t>(b)));
+        },
+        [f](Vectorized<scalar_t> a, Vectorized<scalar_t> b) { return apply_vec<scalar_t>(f, a, b); });
+  });
+}
+
+void grad_into(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double beta,
+               double norm, at::Tensor& out) {
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(out)
+                  .add_const_input(grad_output)
+                  .add_const_input(self)
+                  .add_const_input(target)
+                  .build();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "smooth_l1_loss_backward_cpu", [&] {
+    using opmath_t = at::opmath_type<scalar_t>;
+    const Grad<opmath_t> f(beta, norm);
+    at::native::cpu_kernel_vec(
+        iter,
+        [f](scalar_t g, scalar_t a, scalar_t b) -> scalar_t {
+          return static_cast<scalar_t>(
+              f(static_cast<opmath_t>(g), static_cast<opmath_t>(a), static_cast<opmath_t>(b)));
+        },
+        [f](Vectorized<scalar_t> g, Vectorized<scalar_t> a, Vectorized<scalar_t> b) {
+          return apply_vec<scalar_t>(f, g, a, b);
+        });
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Reduction ('mean' / 'sum').
+
+// Elements per chunk: the unit of parallel work and of the fixed summation
+// order. Blocks: the unit in which strided operands are gathered.
+constexpr int64_t kChunk = 16384;
+constexpr int64_t kBlock = 256;
+
+// Float64 vector lanes that opmath loss vectors are added into.
+template <typename T>
+struct LaneSum;
+
+template <>
+struct LaneSum<double> {
+  Vectorized<double> acc{0.0};
+  void add(const Vectorized<double>& v) { acc += v; }
+  double total() const {
+    alignas(64) double lanes[Vectorized<double>::size()];
+    acc.store(lanes);
+    double s = 0.0;
+    for (double x : lanes) s += x;
+    return s;
+  }
+};
+
+template <>
+struct LaneSum<float> {
+  static_assert(Vectorized<float>::size() == 2 * Vectorized<double>::size());
+  Vectorized<double> lo{0.0}, hi{0.0};
+  void add(const Vectorized<float>& v) {
+#if defined(CPU_CAPABILITY_AVX512)
+    const __m512 x = v;
+    lo += Vectorized<double>(_mm512_cvtps_pd(_mm512_castps512_ps256(x)));
+    hi += Vectorized<double>(_mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1)));
+#elif defined(CPU_CAPABILITY_AVX2)
+    const __m256 x = v;
+    lo += Vectorized<double>(_mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+    hi += Vectorized<double>(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+#else
+    constexpr int n = Vectorized<float>::size();
+    alignas(64) float f[n];
+    alignas(64) double d[n];
+    v.store(f);
+    for (int k = 0; k < n; ++k) d[k] = f[k];
+    lo += Vectorized<double>::loadu(d);
+    hi += Vectorized<double>::loadu(d + n / 2);
+#endif
+  }
+  double total() const {
+    constexpr int n = Vectorized<double>::size();
+    alignas(64) double lanes[2 * n];
+    lo.store(lanes);
+    hi.store(lanes + n);
+    double s = 0.0;
+    for (double x : lanes) s += x;
+    return s;
+  }
+};
+
+// The float64 sum of the opmath losses of one chunk.
+template <typename scalar_t>
+struct ChunkSum {
+  using opmath_t = at::opmath_type<scalar_t>;
+  static constexpr int64_t kVec = Vectorized<scalar_t>::size();
+  static_assert(kBlock % kVec == 0);
+
+  const Loss<opmath_t>& f;
+  LaneSum<opmath_t> sum;
+
+  void add_vec(const Vectorized<scalar_t>& a, const Vectorized<scalar_t>& b) {
+    if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
+      auto [a0, a1] = at::vec::convert_to_float<scalar_t>(a);
+      auto [b0, b1] = at::vec::convert_to_float<scalar_t>(b);
+      sum.add(f(a0, b0));
+      sum.add(f(a1, b1));
+    } else {
+      sum.add(f(a, b));
+    }
+  }
+
+  // n <= kBlock contiguous elements. The tail is zero-padded: loss(0, 0) = 0
+  // for every beta >= 0, so padding adds +0.
+  void add_block(const scalar_t* a, const scalar_t* b, int64_t n) {
+    int64_t i = 0;
+    for (; i + kVec <= n; i += kVec) add_vec(Vectorized<scalar_t>::loadu(a + i), Vectorized<scalar_t>::loadu(b + i));
+    if (i < n) {
+      alignas(64) scalar_t ta[kVec] = {};
+      alignas(64) scalar_t tb[kVec] = {};
+      for (int64_t k = 0; i + k < n; ++k) {
+        ta[k] = a[i + k];
+        tb[k] = b[i + k];
+      }
+      add_vec(Vectorized<scalar_t>::loadu(ta), Vectorized<scalar_t>::loadu(tb));
+    }
+  }
+
+  // One TensorIterator row: n elements at byte strides sa, sb (any, incl. 0).
+  void add_row(const char* a, int64_t sa, const char* b, int64_t sb, int64_t n) {
+    constexpr int64_t es = sizeof(scalar_t);
+    alignas(64) scalar_t ga[kBlock];
+    alignas(64) scalar_t gb[kBlock];
+    for (int64_t i = 0; i < n; i += kBlock) {
+      const int64_t m = std::min(kBlock, n - i);
+      const char* pa = a + i * sa;
+      const char* pb = b + i * sb;
+      const scalar_t* ca = reinterpret_cast<const scalar_t*>(pa);
+      const scalar_t* cb = reinterpret_cast<const scalar_t*>(pb);
+      if (sa != es) {
+        for (int64_t k = 0; k < m; ++k) ga[k] = *reinterpret_cast<const scalar_t*>(pa + k * sa);
+        ca = ga;
+      }
+      if (sb != es) {
+        for (int64_t k = 0; k < m; ++k) gb[k] = *reinterpret_cast<const scalar_t*>(pb + k * sb);
+        cb = gb;
+      }
+      add_block(ca, cb, m);
+    }
+  }
+};
+
+// Fixed-order pairwise sum.
+double pairwise_sum(const double* p, int64_t n) {
+  if (n <= 8) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) s += p[i];
+    return s;
+  }
+  const int64_t h = n / 2;
+  return pairwise_sum(p, h) + pairwise_sum(p + h, n - h);
+}
+
+template <typename scalar_t>
+double loss_sum(at::TensorIterator& iter, double beta) {
+  using opmath_t = at::opmath_type<scalar_t>;
+  const Loss<opmath_t> f(beta);
+  const int64_t numel = iter.numel();
+  const int64_t nchunks = (numel + kChunk - 1) / kChunk;
+  std::vector<double> partial(nchunks, 0.0);
+  at::parallel_for(0, nchunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      ChunkSum<scalar_t> acc{f, {}};
+      iter.serial_for_each(
+          [&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
+            for (int64_t j = 0; j < n1; ++j) {
+              acc.add_row(data[0] + j * strides[2], strides[0], data[1] + j * strides[3], strides[1], n0);
+            }
+          },
+          {c * kChunk, std::min(numel, (c + 1) * kChunk)});
+      partial[c] = acc.sum.total();
+    }
+  });
+  return pairwise_sum(partial.data(), nchunks);
+}
+
+at::Tensor loss_reduced(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
+  auto iter = at::TensorIteratorConfig().add_const_input(self).add_const_input(target).build();
+  const int64_t numel = iter.numel();
+  at::Tensor out = at::empty({}, self.options());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "smooth_l1_loss_cpu", [&] {
+    const double sum = loss_sum<scalar_t>(iter, beta);
+    // 'mean' of no elements is 0 / 0 = NaN, as in torch.
+    const double value = reduction == kMean ? sum / static_cast<double>(numel) : sum;
+    *out.mutable_data_ptr<scalar_t>() = static_cast<scalar_t>(value);
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Operators.
+
+at::Tensor as_dtype(const at::Tensor& t, at::ScalarType dtype) {
+  return t.scalar_type() == dtype ? t : t.to(dtype);
+}
+
+at::Tensor forward_cpu(const at::Tensor& self_, const at::Tensor& target_, int64_t reduction, double beta) {
+  const Plan p = check_forward(self_, target_, reduction, beta);
+  const at::Tensor self = as_dtype(self_, p.dtype), target = as_dtype(target_, p.dtype);
+  if (reduction != kNone) return loss_reduced(self, target, reduction, beta);
+  at::Tensor out = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options());
+  if (out.numel() > 0) loss_none_into(self, target, beta, out);
+  return out;
+}
+
+void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, const at::Tensor& target_,
+                   int64_t reduction, double beta, at::ScalarType dtype, at::Tensor& grad_input) {
+  if (grad_input.numel() == 0) return;
+  const at::Tensor grad_output = as_dtype(grad_output_, dtype), self = as_dtype(self_, dtype),
+                   target = as_dtype(target_, dtype);
+  // 'mean': the derivative of the mean over broadcast(self, target) (spec §4;
+  // not self.numel(), which aten uses).
+  const int64_t loss_numel = c10::multiply_integers(at::infer_size(self.sizes(), target.sizes()));
+  const double norm = reduction == kMean ? 1.0 / static_cast<double>(loss_numel) : 1.0;
+  grad_into(grad_output, self, target, beta, norm, grad_input);
+}
+
+at::Tensor backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                        int64_t reduction, double beta) {
+  const Plan p = check_backward(grad_output, self, target, reduction, beta);
+  at::Tensor grad_input = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype));
+  backward_into(grad_output, self, target, reduction, beta, p.dtype, grad_input);
+  return grad_input;
+}
+
+at::Tensor& backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                             int64_t reduction, double beta, at::Tensor& grad_input) {
+  const Plan p = check_backward(grad_output, self, target, reduction, beta, grad_input);
+  at::assert_no_internal_overlap(grad_input);
+  // Write straight into grad_input (any strides) unless it shares memory with
+  // an input; then compute into a temporary and copy.
+  bool shares = false;
+  for (const at::Tensor* t : {&grad_output, &self, &target}) {
+    shares = shares || (grad_input.is_alias_of(*t) &&
+                        at::get_overlap_status(grad_input, *t) != at::MemOverlapStatus::No);
+  }
+  if (!shares) {
+    backward_into(grad_output, self, target, reduction, beta, p.dtype, grad_input);
+  } else {
+    at::Tensor tmp = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype));
+    backward_into(grad_output, self, target, reduction, beta, p.dtype, tmp);
+    grad_input.copy_(tmp);
+  }
+  return grad_input;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_aclnn, CPU, m) {
+  m.impl("smooth_l1_loss", forward_cpu);
+  m.impl("smooth_l1_loss_backward", backward_cpu);
+  m.impl("smooth_l1_loss_backward.grad_input", backward_out_cpu);
+}
+
+}  // namespace torch_aclnn::smooth_l1
