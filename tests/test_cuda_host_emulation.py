@@ -166,3 +166,35 @@ def test_elu_functors(elu, dtype):
             ours = elu.backward(g, alpha, scale, input_scale, is_result, x)
             theirs = torch.ops.aten.elu_backward(_strided(g), alpha, scale, input_scale, is_result, _strided(x))
             assert torch.equal(ours, theirs), (dtype, alpha, scale, input_scale, is_result)
+
+
+# ---------------------------------------------------------------------------
+# SmoothL1: the functors do the CPU kernels' operations in the same order, so
+# the 'none' loss and grad_input equal the CPU kernels' bit for bit.
+
+@pytest.fixture(scope="module")
+def smooth_l1():
+    return _build("smooth_l1")
+
+
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_smooth_l1_functors(smooth_l1, dtype):
+    gen = torch.Generator().manual_seed(0)
+    n = 3000
+    a = (torch.rand(n, generator=gen, dtype=torch.float64) * 8 - 4)
+    b = (torch.rand(n, generator=gen, dtype=torch.float64) * 8 - 4)
+    b[:200] = a[:200]                       # d == 0
+    b[200:400] = a[200:400] - 1.0           # |d| == beta for beta 1
+    a[400], b[401] = float("inf"), float("nan")
+    a, b = a.to(dtype), b.to(dtype)
+    g = (torch.rand(n, generator=gen, dtype=torch.float64) * 6 - 3).to(dtype)
+    for beta in (0.0, 0.5, 1.0, 2.25):
+        ours = smooth_l1.loss_none(a, b, beta)
+        theirs = torch.ops.torch_aclnn.smooth_l1_loss(a, b, 0, beta)
+        assert torch.equal(ours.nan_to_num(7.0), theirs.nan_to_num(7.0)), (dtype, beta)
+        for reduction in (0, 1, 2):
+            go = g if reduction == 0 else g[:1].reshape(())
+            norm = 1.0 / n if reduction == 1 else 1.0
+            ours = smooth_l1.grad(go.expand(n).contiguous(), a, b, beta, norm)
+            theirs = torch.ops.torch_aclnn.smooth_l1_loss_backward(go, a, b, reduction, beta)
+            assert torch.equal(ours.nan_to_num(7.0), theirs.nan_to_num(7.0)), (dtype, beta, reduction)
