@@ -10,6 +10,7 @@ _loader.load()
 
 from .ops.elu import celu, elu, elu_backward, selu  # noqa: E402
 from .ops.smooth_l1 import smooth_l1_loss, smooth_l1_loss_backward  # noqa: E402
+from .ops.max_unpool import max_unpool3d, max_unpool3d_backward  # noqa: E402
 from .ops.upsample import (  # noqa: E402
     upsample_nearest3d,
     upsample_nearest3d_backward,
@@ -26,6 +27,8 @@ __all__ = [
     "selu",
     "smooth_l1_loss",
     "smooth_l1_loss_backward",
+    "max_unpool3d",
+    "max_unpool3d_backward",
     "upsample_nearest3d",
     "upsample_nearest3d_backward",
     "upsample_nearest_exact3d",

@@ -14,6 +14,7 @@ FAMILIES = (
     "upsample",
     "elu",
     "smooth_l1",
+    "max_unpool",
 )
 
 OPS: dict = {}

@@ -1,0 +1,145 @@
+"""The MaxUnpool3d family (spec §5): max_unpool3d and max_unpool3d_backward,
+4-D (N, D, H, W) or 5-D (N, C, D, H, W).
+
+Where things live:
+  schema            csrc/torch_aclnn.cpp
+  contract          csrc/contracts/max_unpool.h (all backends, incl. Meta/fake)
+  CPU kernels       csrc/cpu/max_unpool.cpp
+  fake kernels      csrc/meta/max_unpool.cpp (C++ Meta, shares the contract)
+  autograd          this file (register_autograd below)
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import torch
+
+from ._common import invalid, require
+
+__all__ = ["max_unpool3d", "max_unpool3d_backward"]
+
+_ops = torch.ops.torch_aclnn
+
+Size3 = Union[int, Sequence[int]]
+
+
+def _triple(op: str, name: str, value) -> list:
+    if isinstance(value, (list, tuple, torch.Size)):
+        if len(value) != 3:
+            raise invalid(op, f"{name} must be an int or have 3 elements (D, H, W), got {list(value)}")
+        return list(value)
+    return [value] * 3
+
+
+def _unpool_output_size(op: str, input: torch.Tensor, kernel_size: list, stride: list, padding: list,
+                        output_size) -> list:
+    """F.max_unpool3d's output size: (in - 1) * stride + kernel_size - 2 * padding
+    per axis, or ``output_size`` ((D, H, W), or 5 elements whose last three
+    are used) when it lies strictly within ``stride`` of that default."""
+    spatial = input.shape[-3:]
+    default = [(spatial[d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(3)]
+    if output_size is None:
+        return default
+    output_size = list(output_size)
+    if len(output_size) == 5:
+        output_size = output_size[2:]
+    if len(output_size) != 3:
+        raise invalid(op, f"output_size must have 3 (D, H, W) or 5 elements, got {output_size}")
+    for d in range(3):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not (lo < output_size[d] < hi):
+            raise invalid(op, f"output_size[{d}] must be strictly between {lo} and {hi} (the default size "
+                          f"{default[d]} -/+ stride[{d}]), got output_size {output_size}")
+    return output_size
+
+
+def max_unpool3d(input: torch.Tensor, indices: torch.Tensor, kernel_size: Size3,
+                 stride: Optional[Size3] = None, padding: Size3 = 0,
+                 output_size: Optional[Sequence[int]] = None) -> torch.Tensor:
+    """``F.max_unpool3d``: the partial inverse of ``F.max_pool3d``.
+
+    Scatters ``input`` into a zero-filled (..., oD, oH, oW) tensor at the
+    flat positions ``indices`` (as returned by ``max_pool3d(...,
+    return_indices=True)``). Deterministic on every backend: where indices
+    repeat, the element with the largest flat input position wins. An index
+    outside [0, oD*oH*oW) raises IndexError.
+
+    ``stride`` defaults to ``kernel_size``; the output size defaults to
+    ``(in - 1) * stride + kernel_size - 2 * padding`` per axis, exactly as in
+    ``F.max_unpool3d``. Works on 4-D (N, D, H, W) and 5-D (N, C, D, H, W)
+    input of any dtype but bool and complex (int64 included).
+    """
+    op = "max_unpool3d"
+    require(op, input=input, indices=indices, kernel_size=kernel_size)
+    if input.dim() not in (4, 5):
+        raise invalid(op, f"input must be 4-D (N, D, H, W) or 5-D (N, C, D, H, W), got {input.dim()}-D "
+                      f"with shape {list(input.shape)}")
+    kernel_size = _triple(op, "kernel_size", kernel_size)
+    if any(k <= 0 for k in kernel_size):
+        raise invalid(op, f"kernel_size elements must be > 0, got {kernel_size}")
+    stride = kernel_size if stride is None else _triple(op, "stride", stride)
+    padding = _triple(op, "padding", padding)
+    size = _unpool_output_size(op, input, kernel_size, stride, padding, output_size)
+    return _ops.max_unpool3d(input, indices, size, stride, padding)
+
+
+def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices: torch.Tensor,
+                          output_size: Sequence[int], stride: Sequence[int], padding: Sequence[int], *,
+                          out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """aclnnMaxUnpool3dBackward: the gradient of :func:`max_unpool3d` w.r.t. its input.
+
+    A gather over the flattened (oD, oH, oW) axis:
+    ``out[n][c][i] = grad_output[n][c][indices[n][c][i]]`` (4-D: without c), so
+    ``out`` has ``self``'s shape (``self`` gives shape and dtype only). Every
+    index is checked: one outside [0, oD*oH*oW) raises IndexError naming it.
+    ``stride`` and ``padding`` are validated (3 elements, stride > 0) but not
+    used. ``out=`` must be contiguous, of ``self``'s shape and dtype.
+    """
+    require("max_unpool3d_backward", grad_output=grad_output, self=self, indices=indices,
+            output_size=output_size, stride=stride, padding=padding)
+    if out is not None:
+        return _ops.max_unpool3d_backward.grad_input(grad_output, self, indices, output_size, stride, padding,
+                                                     grad_input=out)
+    return _ops.max_unpool3d_backward(grad_output, self, indices, output_size, stride, padding)
+
+
+# ---------------------------------------------------------------------------
+# Autograd (spec "Autograd pairing"). max_unpool3d -> max_unpool3d_backward
+# w.r.t. self; indices are not differentiable. max_unpool3d_backward is linear
+# in grad_output, and its adjoint is max_unpool3d with the same indices (exact
+# for unique indices, as max_pool3d produces); self only lends its shape.
+
+def _forward_setup(ctx, inputs, output):
+    _, indices, output_size, stride, padding = inputs
+    ctx.save_for_backward(indices)
+    ctx.output_size = list(output_size)
+    ctx.stride = list(stride)
+    ctx.padding = list(padding)
+
+
+def _forward_grad(ctx, grad):
+    (indices,) = ctx.saved_tensors
+    # The backward reads only self's shape and dtype: a stride-0 stand-in
+    # avoids keeping the pooled values alive.
+    self_like = grad.new_zeros(()).expand(indices.shape)
+    grad_self = _ops.max_unpool3d_backward(grad, self_like, indices, ctx.output_size, ctx.stride, ctx.padding)
+    return grad_self, None, None, None, None
+
+
+def _backward_setup(ctx, inputs, output):
+    _, _, indices, output_size, stride, padding = inputs
+    ctx.save_for_backward(indices)
+    ctx.output_size = list(output_size)
+    ctx.stride = list(stride)
+    ctx.padding = list(padding)
+
+
+def _backward_grad(ctx, grad):
+    (indices,) = ctx.saved_tensors
+    grad_grad_output = _ops.max_unpool3d(grad, indices, ctx.output_size, ctx.stride, ctx.padding)
+    return grad_grad_output, None, None, None, None, None
+
+
+torch.library.register_autograd("torch_aclnn::max_unpool3d", _forward_grad, setup_context=_forward_setup)
+torch.library.register_autograd("torch_aclnn::max_unpool3d_backward", _backward_grad,
+                                setup_context=_backward_setup)
