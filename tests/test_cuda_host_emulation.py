@@ -19,7 +19,7 @@ import torch
 from torch.utils import cpp_extension
 
 from torch_aclnn.testing import OPS
-from torch_aclnn.testing.core import FLOATING, LAYOUTS, make_tensor
+from torch_aclnn.testing.core import FLOATING, LAYOUTS, make_layout, make_tensor
 from torch_aclnn.testing.upsample import source_indices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -198,3 +198,79 @@ def test_smooth_l1_functors(smooth_l1, dtype):
             ours = smooth_l1.grad(go.expand(n).contiguous(), a, b, beta, norm)
             theirs = torch.ops.torch_aclnn.smooth_l1_loss_backward(go, a, b, reduction, beta)
             assert torch.equal(ours.nan_to_num(7.0), theirs.nan_to_num(7.0)), (dtype, beta, reduction)
+
+
+# ---------------------------------------------------------------------------
+# MaxUnpool3d: the two-pass deterministic scatter (claim by atomicMax, fill),
+# the gather, and the out-of-range flag, against the CPU kernels. Every
+# walk order the kernels can take and both index widths.
+
+@pytest.fixture(scope="module")
+def max_unpool():
+    return _build("max_unpool")
+
+
+@pytest.mark.parametrize("dtype", OPS["max_unpool3d"].dtypes, ids=str)
+def test_max_unpool_samples(max_unpool, dtype):
+    """Every OpInfo sample (duplicates, every layout, 4-D, empty, expanded)."""
+    for s in OPS["max_unpool3d"].samples("cpu", dtype):
+        x, idx, out, *_ = s.args
+        expected = torch.ops.torch_aclnn.max_unpool3d(*s.args)
+        for wide in (False, True):
+            for walk in (-1, 0, 1):
+                got, flag = max_unpool.forward(x, idx, list(out), wide, walk)
+                assert flag == max_unpool.NONE and torch.equal(got, expected), f"{s.desc} wide={wide} walk={walk}"
+                assert got.stride() == expected.stride(), s.desc
+    for s in OPS["max_unpool3d_backward"].samples("cpu", dtype):
+        g, x, idx, out, *_ = s.args
+        expected = torch.ops.torch_aclnn.max_unpool3d_backward(*s.args)
+        for wide in (False, True):
+            for cl in (False, True):
+                got, flag = max_unpool.backward(g, x, idx, list(out), cl, wide)
+                assert flag == max_unpool.NONE and torch.equal(got, expected), f"{s.desc} wide={wide} cl={cl}"
+
+
+def _first_bad(idx, o_s):
+    """The smallest logical position (n, c, d, h, w order) of an index outside [0, o_s)."""
+    flat = idx.contiguous().view(-1)
+    bad = ((flat < 0) | (flat >= o_s)).nonzero()
+    return int(bad[0]) if bad.numel() else None
+
+
+def test_max_unpool_out_of_range(max_unpool):
+    """An out-of-range index is never used: the flag holds the smallest
+    logical position (the one the IndexError names); the forward claims
+    nothing for it, the backward writes 0 there; everything else is the
+    CPU kernels' result on the valid indices."""
+    gen = torch.Generator().manual_seed(3)
+    for shape, out in (((2, 3, 2, 3, 4), [3, 4, 3]), ((3, 2, 2, 4), [2, 3, 3]), ((1, 5, 1, 2, 2), [2, 2, 2])):
+        o_s = out[0] * out[1] * out[2]
+        for layout in ("contiguous", "channels_last_3d", "permuted"):
+            for trial in range(4):
+                idx = torch.randint(0, o_s, shape, generator=gen)
+                flat = idx.view(-1)
+                pos = torch.randperm(flat.numel(), generator=gen)[:1 + trial]
+                flat[pos] = torch.tensor([o_s, -1, 2 ** 62, -(2 ** 40)])[:pos.numel()]
+                want = _first_bad(idx, o_s)
+                valid = (idx >= 0) & (idx < o_s)
+                safe = torch.where(valid, idx, torch.zeros_like(idx))
+                i = make_layout(idx, layout)
+                x = make_tensor(shape, torch.float32, layout=layout)
+                for wide in (False, True):
+                    got, flag = max_unpool.forward(x, i, out, wide, -1)
+                    assert flag == want, (shape, layout, flag, want)
+                    # The valid elements scatter as the CPU kernel scatters them.
+                    keep = torch.where(valid, x, torch.zeros_like(x))
+                    ref = torch.ops.torch_aclnn.max_unpool3d(keep, make_layout(safe, layout), out, [1, 1, 1],
+                                                             [0, 0, 0])
+                    claimed = torch.ops.torch_aclnn.max_unpool3d(
+                        valid.to(torch.float32), make_layout(safe, layout), out, [1, 1, 1], [0, 0, 0])
+                    mask = claimed != 0  # output elements some valid index claims
+                    assert torch.equal(got[mask], ref[mask]), (shape, layout)
+                    g = make_tensor(list(shape[:-3]) + out, torch.float32, layout=layout)
+                    for cl in (False, True):
+                        gi, flag = max_unpool.backward(g, x, i, out, cl, wide)
+                        assert flag == want, (shape, layout, flag, want)
+                        ref = torch.ops.torch_aclnn.max_unpool3d_backward(g, x, make_layout(safe, layout), out,
+                                                                          [1, 1, 1], [0, 0, 0])
+                        assert torch.equal(gi, torch.where(valid, ref, torch.zeros_like(ref))), (shape, layout)
