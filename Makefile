@@ -8,12 +8,13 @@ PIP     := $(VPY) -m pip
 TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.deps-installed
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 # The CUDA build check: its own venv with a CUDA build of torch (kept between
 # runs) and its own build dir (build-cuda/).
 CUDA_VENV  ?= $(CURDIR)/.venv-cuda
 CUDA_TORCH ?= torch==2.14.1
 
-.PHONY: all venv build build-cuda test test-slow check bench fuzz clean
+.PHONY: all venv build build-cuda test test-fast check bench clean
 
 all: test
 
@@ -35,17 +36,22 @@ build: $(STAMP)
 build-cuda:
 	CUDA_VENV="$(CUDA_VENV)" CUDA_TORCH="$(CUDA_TORCH)" PY="$(PY)" .ci/build-cuda
 
+# The whole suite, slow-marked tests included (they fit in CI's time), after
+# the CUDA build check.
 test: build build-cuda
-	$(VPY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(VPY) -m pytest -q $(PYTEST_ARGS)
 
-test-slow: build
-	$(VPY) -m pytest -q -m slow $(PYTEST_ARGS)
+test-fast: build
+	$(VPY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 check: build
 	$(VPY) -m torch_aclnn check
 
+# Full suite (several minutes): table, JSON and chart in benchmarks/results/.
+# BENCH_ARGS=--quick for a < 1 minute run.
 bench: build
-	$(VPY) -m torch_aclnn bench
+	$(PIP) install -q matplotlib
+	$(VPY) -m torch_aclnn bench $(BENCH_ARGS)
 
 clean:
 	rm -rf build build-cuda *.egg-info torch_aclnn/*.so

@@ -26,7 +26,7 @@ TORCH_LIBRARY(torch_aclnn, m) {
         "float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor", tags);
   m.def("upsample_nearest3d_backward.grad_input(Tensor grad_output, SymInt[3] output_size, "
         "SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None, *, "
-        "Tensor(a!) grad_input) -> Tensor(a!)", tags);
+        "Tensor(a!) grad_input) -> ()", tags);
   // §2 upsample_nearest_exact3d (aclnnUpsampleNearestExact3dBackward)
   m.def("upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, "
         "float? scales_h=None, float? scales_w=None) -> Tensor", tags);
@@ -34,25 +34,25 @@ TORCH_LIBRARY(torch_aclnn, m) {
         "float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor", tags);
   m.def("upsample_nearest_exact3d_backward.grad_input(Tensor grad_output, SymInt[3] output_size, "
         "SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None, *, "
-        "Tensor(a!) grad_input) -> Tensor(a!)", tags);
+        "Tensor(a!) grad_input) -> ()", tags);
   // §3 elu (aclnnEluBackward)
   m.def("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", tags);
   m.def("elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, "
         "Tensor self_or_result) -> Tensor", tags);
   m.def("elu_backward.grad_input(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, "
-        "bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> Tensor(a!)", tags);
+        "bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> ()", tags);
   // §4 smooth_l1_loss (aclnnSmoothL1LossBackward)
   m.def("smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor", tags);
   m.def("smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, "
         "float beta) -> Tensor", tags);
   m.def("smooth_l1_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, "
-        "float beta, *, Tensor(a!) grad_input) -> Tensor(a!)", tags);
+        "float beta, *, Tensor(a!) grad_input) -> ()", tags);
   // §5 max_unpool3d (aclnnMaxUnpool3dBackward)
   m.def("max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, "
         "int[3] padding) -> Tensor", tags);
   m.def("max_unpool3d_backward(Tensor grad_output, Tensor self, Tensor indices, SymInt[3] output_size, "
         "int[3] stride, int[3] padding) -> Tensor", tags);
   m.def("max_unpool3d_backward.grad_input(Tensor grad_output, Tensor self, Tensor indices, "
-        "SymInt[3] output_size, int[3] stride, int[3] padding, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        "SymInt[3] output_size, int[3] stride, int[3] padding, *, Tensor(a!) grad_input) -> ()",
         tags);
 }

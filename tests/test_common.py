@@ -68,12 +68,33 @@ def test_out_variant(device, name, dtype):
     for s in info.samples(device, dtype):
         expected = info.op(*s.args, **s.kwargs)
         for fmt in (torch.contiguous_format, torch.channels_last_3d):
-            if fmt == torch.channels_last_3d and expected.dim() != 5:
+            if fmt == torch.channels_last_3d and (expected.dim() != 5 or info.out_contiguous_only):
                 continue
             out = torch.full_like(expected, float("nan") if dtype.is_floating_point else 7, memory_format=fmt)
-            got = info.out_op(*s.args, **s.kwargs, **{info.out_kwarg: out})
-            assert got is out or got.data_ptr() == out.data_ptr()
+            assert info.out_op(*s.args, **s.kwargs, **{info.out_kwarg: out}) is None  # schema: -> ()
             assert torch.equal(out, expected), s
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if OPS[n].out_overload])
+def test_out_variant_opcheck_and_compile(name):
+    """The out= overload mutates its argument and returns nothing, so
+    functionalization (torch.compile) handles it like any mutating op."""
+    info = OPS[name]
+    dtype = torch.float32 if torch.float32 in info.dtypes else info.dtypes[0]
+    for i, s in enumerate(info.samples("cpu", dtype)):
+        if i >= 4:
+            break
+        expected = info.op(*s.args, **s.kwargs)
+        torch.library.opcheck(info.out_op, s.args, {**s.kwargs, info.out_kwarg: expected.new_empty(expected.shape)})
+        torch._dynamo.reset()
+
+        def fn(*args, **kwargs):
+            out = expected.new_empty(expected.shape)
+            info.out_op(*args, **kwargs, **{info.out_kwarg: out})
+            return out * 1
+
+        compiled = torch.compile(fn, fullgraph=True, dynamic=True, backend="aot_eager")
+        assert torch.equal(compiled(*s.args, **s.kwargs), expected), s
 
 
 @pytest.mark.parametrize("name", OP_NAMES)

@@ -248,7 +248,7 @@ def test_out_variant_writes_in_place(dtype):
     for s in info.samples("cpu", dtype):
         expected = info.op(*s.args)
         out = torch.full(expected.shape, 7, dtype=dtype)
-        assert info.out_op(*s.args, grad_input=out) is out
+        assert info.out_op(*s.args, grad_input=out) is None
         assert torch.equal(out, expected), s
 
 

@@ -3,6 +3,10 @@ PyTorch custom ops with CPU, CUDA and Ascend NPU kernels.
 
 Every operator is ``torch.ops.torch_aclnn.<name>``; the functions below are
 thin typed wrappers with F.interpolate / F.elu / ... style arguments.
+
+Drop-in use: ``torch_aclnn.nn`` has Upsample, ELU, SELU, CELU, SmoothL1Loss and
+MaxUnpool3d modules; ``torch_aclnn.patch()`` (or ``with torch_aclnn.patched():``)
+routes the matching torch.nn.functional calls of unmodified code to torch_aclnn.
 """
 from . import _loader
 
@@ -18,9 +22,35 @@ from .ops.upsample import (  # noqa: E402
     upsample_nearest_exact3d_backward,
 )
 
+# The PrivateUse1 (Ascend NPU) kernels; imports torch_npu defensively.
+from . import npu  # noqa: E402,F401
+
+from . import _autocast  # noqa: E402
+
+_autocast.register()
+
+from . import nn  # noqa: E402,F401
+from ._patch import (  # noqa: E402
+    PatchStats,
+    is_patched,
+    patch,
+    patch_stats,
+    patched,
+    reset_patch_stats,
+    unpatch,
+)
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "PatchStats",
+    "is_patched",
+    "nn",
+    "patch",
+    "patch_stats",
+    "patched",
+    "reset_patch_stats",
+    "unpatch",
     "celu",
     "elu",
     "elu_backward",

@@ -220,12 +220,12 @@ bool safe_to_write(const at::Tensor& out, const at::Tensor& in) {
   }
 }
 
-at::Tensor& backward_out_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
-                             const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
-                             at::Tensor& grad_input) {
+void backward_out_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
+                      const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
+                      at::Tensor& grad_input) {
   const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result, grad_input);
   at::assert_no_internal_overlap(grad_input);
-  if (grad_input.numel() == 0) return grad_input;
+  if (grad_input.numel() == 0) return;
   // Any strides are written in place; a wider dtype or memory shared with an
   // input goes through a temporary in grad_output's dtype (widened exactly).
   if (grad_input.scalar_type() == grad_output.scalar_type() && safe_to_write(grad_input, grad_output) &&
@@ -236,7 +236,6 @@ at::Tensor& backward_out_cpu(const at::Tensor& grad_output, const c10::Scalar& a
     backward_into(grad_output, p, is_result, self_or_result, tmp);
     grad_input.copy_(tmp);
   }
-  return grad_input;
 }
 
 }  // namespace

@@ -328,9 +328,9 @@ at::Tensor backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, c
   return grad_input;
 }
 
-at::Tensor& backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
-                             c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                             at::Tensor& grad_input) {
+void backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
+                      c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
+                      at::Tensor& grad_input) {
   check_backward(grad_output, self, indices, output_size, stride, padding, grad_input);
   const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
   // grad_input is contiguous (row 1): write straight into it unless it shares
@@ -343,7 +343,6 @@ at::Tensor& backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& se
     backward_into(grad_output, self, indices, out_size, tmp, MemoryFormat::Contiguous);
     grad_input.copy_(tmp);
   }
-  return grad_input;
 }
 
 }  // namespace

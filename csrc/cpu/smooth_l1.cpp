@@ -352,8 +352,8 @@ at::Tensor backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, c
   return grad_input;
 }
 
-at::Tensor& backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
-                             int64_t reduction, double beta, at::Tensor& grad_input) {
+void backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                      int64_t reduction, double beta, at::Tensor& grad_input) {
   const Plan p = check_backward(grad_output, self, target, reduction, beta, grad_input);
   at::assert_no_internal_overlap(grad_input);
   // Write straight into grad_input (any strides) unless it shares memory with
@@ -370,7 +370,6 @@ at::Tensor& backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& se
     backward_into(grad_output, self, target, reduction, beta, p.dtype, tmp);
     grad_input.copy_(tmp);
   }
-  return grad_input;
 }
 
 }  // namespace

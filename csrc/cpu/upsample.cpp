@@ -258,6 +258,10 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
       for (int64_t r = b; r < e; ++r, advance<4>(sizes, idx)) {
         const int64_t nc = idx[0], i = idx[1], j = idx[2];
         scalar_t* dst = o + r * iW;
+        if (wd.lo[i] == wd.hi[i] || wh.lo[j] == wh.hi[j]) {  // no output maps here (down-scaling)
+          std::memset(dst, 0, sizeof(scalar_t) * iW);            // all bits zero: +0.0
+          continue;
+        }
         acc_t* acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
         std::fill(acc, acc + iW, acc_t(0));
         for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
@@ -288,6 +292,10 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
       for (int64_t p = b; p < e; ++p, advance<4>(sizes, idx)) {
         const int64_t n = idx[0], i = idx[1], j = idx[2], k = idx[3];
         scalar_t* dst = o + p * C;
+        if (wd.lo[i] == wd.hi[i] || wh.lo[j] == wh.hi[j] || ww.lo[k] == ww.hi[k]) {
+          std::memset(dst, 0, sizeof(scalar_t) * C);
+          continue;
+        }
         acc_t* __restrict acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
         std::fill(acc, acc + C, acc_t(0));
         for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
@@ -330,9 +338,9 @@ at::Tensor backward_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef outpu
 }
 
 template <Mode mode>
-at::Tensor& backward_out_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
-                             c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
-                             at::Tensor& grad_input) {
+void backward_out_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                      c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
+                      at::Tensor& grad_input) {
   const Scale scales[3] = {sd, sh, sw};
   check_backward(mode, grad_output, output_size, input_size, scales, grad_input);
   at::assert_no_internal_overlap(grad_input);
@@ -353,7 +361,6 @@ at::Tensor& backward_out_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef 
     backward_into<mode>(grad_output, out_size, in_size, scales, tmp, fmt);
     grad_input.copy_(tmp);
   }
-  return grad_input;
 }
 
 }  // namespace

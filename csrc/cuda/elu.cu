@@ -79,14 +79,14 @@ at::Tensor backward_cuda(const at::Tensor& grad_output, const c10::Scalar& alpha
   return grad_input;
 }
 
-at::Tensor& backward_out_cuda(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
-                              const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
-                              at::Tensor& grad_input) {
+void backward_out_cuda(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
+                       const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
+                       at::Tensor& grad_input) {
   const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result, grad_input);
   check_same_device(grad_output, self_or_result, "self_or_result");
   check_same_device(grad_output, grad_input, "grad_input");
   at::assert_no_internal_overlap(grad_input);
-  if (grad_input.numel() == 0) return grad_input;
+  if (grad_input.numel() == 0) return;
   c10::cuda::CUDAGuard guard(grad_output.device());
   // Any strides are written in place; a wider dtype or memory shared with an
   // input goes through a temporary in grad_output's dtype (widened exactly).
@@ -98,7 +98,6 @@ at::Tensor& backward_out_cuda(const at::Tensor& grad_output, const c10::Scalar& 
     backward_into(grad_output, p, is_result, self_or_result, tmp);
     grad_input.copy_(tmp);
   }
-  return grad_input;
 }
 
 }  // namespace

@@ -229,9 +229,9 @@ at::Tensor backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, 
   return grad_input;
 }
 
-at::Tensor& backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
-                              c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                              at::Tensor& grad_input) {
+void backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
+                       c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
+                       at::Tensor& grad_input) {
   check_backward(grad_output, self, indices, output_size, stride, padding, grad_input);
   check_device(kBackward, grad_output, indices, "indices");
   check_device(kBackward, grad_output, grad_input, "grad_input");
@@ -247,7 +247,6 @@ at::Tensor& backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& s
     backward_into(grad_output, self, indices, out_size, tmp, MemoryFormat::Contiguous);
     grad_input.copy_(tmp);
   }
-  return grad_input;
 }
 
 }  // namespace

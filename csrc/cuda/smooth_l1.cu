@@ -219,8 +219,8 @@ at::Tensor backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, 
   return grad_input;
 }
 
-at::Tensor& backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
-                              int64_t reduction, double beta, at::Tensor& grad_input) {
+void backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                       int64_t reduction, double beta, at::Tensor& grad_input) {
   const Plan p = check_backward(grad_output, self, target, reduction, beta, grad_input);
   TORCH_CHECK(grad_input.is_cuda(), kBackward, ": grad_input must be a CUDA tensor, got ", grad_input.device());
   at::assert_no_internal_overlap(grad_input);
@@ -239,7 +239,6 @@ at::Tensor& backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& s
     backward_into(grad_output, self, target, reduction, beta, p.dtype, tmp);
     grad_input.copy_(tmp);
   }
-  return grad_input;
 }
 
 }  // namespace

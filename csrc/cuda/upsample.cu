@@ -157,9 +157,9 @@ at::Tensor backward_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef outp
 }
 
 template <Mode mode>
-at::Tensor& backward_out_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
-                              c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
-                              at::Tensor& grad_input) {
+void backward_out_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                       c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
+                       at::Tensor& grad_input) {
   const Scale scales[3] = {sd, sh, sw};
   check_backward(mode, grad_output, output_size, input_size, scales, grad_input);
   TORCH_CHECK(grad_input.device() == grad_output.device(), backward_name(mode),
@@ -184,7 +184,6 @@ at::Tensor& backward_out_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef
     backward_into<mode>(grad_output, out_size, in_size, scales, tmp, fmt);
     grad_input.copy_(tmp);
   }
-  return grad_input;
 }
 
 }  // namespace

@@ -21,11 +21,10 @@ at::Tensor backward_meta(const at::Tensor& grad_output, const c10::Scalar& alpha
   return at::empty_like(grad_output, c10::MemoryFormat::Preserve);
 }
 
-at::Tensor& backward_out_meta(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
-                              const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
-                              at::Tensor& grad_input) {
+void backward_out_meta(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
+                       const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
+                       at::Tensor& grad_input) {
   check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result, grad_input);
-  return grad_input;
 }
 
 }  // namespace

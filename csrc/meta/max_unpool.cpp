@@ -24,11 +24,10 @@ at::Tensor backward_meta(const at::Tensor& grad_output, const at::Tensor& self, 
   return at::empty_symint(self.sym_sizes(), grad_output.options().memory_format(result_format(indices)));
 }
 
-at::Tensor& backward_out_meta(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
-                              c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                              at::Tensor& grad_input) {
+void backward_out_meta(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
+                       c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
+                       at::Tensor& grad_input) {
   check_backward(grad_output, self, indices, output_size, stride, padding, grad_input);
-  return grad_input;
 }
 
 }  // namespace

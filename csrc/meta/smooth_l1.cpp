@@ -23,10 +23,9 @@ at::Tensor backward_meta(const at::Tensor& grad_output, const at::Tensor& self, 
   return at::empty_symint(p.shape, self.options().dtype(p.dtype));
 }
 
-at::Tensor& backward_out_meta(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
-                              int64_t reduction, double beta, at::Tensor& grad_input) {
+void backward_out_meta(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                       int64_t reduction, double beta, at::Tensor& grad_input) {
   check_backward(grad_output, self, target, reduction, beta, grad_input);
-  return grad_input;
 }
 
 }  // namespace

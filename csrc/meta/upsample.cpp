@@ -26,12 +26,11 @@ at::Tensor backward_meta(const at::Tensor& grad_output, c10::SymIntArrayRef outp
 }
 
 template <Mode mode>
-at::Tensor& backward_out_meta(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
-                              c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
-                              at::Tensor& grad_input) {
+void backward_out_meta(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                       c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
+                       at::Tensor& grad_input) {
   const Scale scales[3] = {sd, sh, sw};
   check_backward(mode, grad_output, output_size, input_size, scales, grad_input);
-  return grad_input;
 }
 
 }  // namespace

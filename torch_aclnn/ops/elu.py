@@ -90,8 +90,9 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
             raise RuntimeError(
                 "torch_aclnn.elu_backward: out= does not support automatic differentiation, but an argument "
                 "requires grad; call it without out= (or under torch.no_grad())")
-        return _ops.elu_backward.grad_input(grad_output, alpha, scale, input_scale, is_result, self_or_result,
-                                            grad_input=out)
+        _ops.elu_backward.grad_input(grad_output, alpha, scale, input_scale, is_result, self_or_result,
+                                     grad_input=out)
+        return out
     return _ops.elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result)
 
 

@@ -99,8 +99,9 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
     require("max_unpool3d_backward", grad_output=grad_output, self=self, indices=indices,
             output_size=output_size, stride=stride, padding=padding)
     if out is not None:
-        return _ops.max_unpool3d_backward.grad_input(grad_output, self, indices, output_size, stride, padding,
-                                                     grad_input=out)
+        _ops.max_unpool3d_backward.grad_input(grad_output, self, indices, output_size, stride, padding,
+                                              grad_input=out)
+        return out
     return _ops.max_unpool3d_backward(grad_output, self, indices, output_size, stride, padding)
 
 

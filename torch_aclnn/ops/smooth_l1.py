@@ -73,7 +73,8 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
     require(op, grad_output=grad_output, input=input, target=target, reduction=reduction, beta=beta)
     r = _reduction(op, reduction)
     if out is not None:
-        return _ops.smooth_l1_loss_backward.grad_input(grad_output, input, target, r, beta, grad_input=out)
+        _ops.smooth_l1_loss_backward.grad_input(grad_output, input, target, r, beta, grad_input=out)
+        return out
     return _ops.smooth_l1_loss_backward(grad_output, input, target, r, beta)
 
 

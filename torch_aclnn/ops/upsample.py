@@ -87,8 +87,9 @@ def upsample_nearest3d_backward(grad_output: torch.Tensor, output_size: Sequence
     """aclnnUpsampleNearest3dBackward: the exact adjoint of :func:`upsample_nearest3d`."""
     require("upsample_nearest3d_backward", grad_output=grad_output, output_size=output_size, input_size=input_size)
     if out is not None:
-        return _ops.upsample_nearest3d_backward.grad_input(
+        _ops.upsample_nearest3d_backward.grad_input(
             grad_output, output_size, input_size, scales_d, scales_h, scales_w, grad_input=out)
+        return out
     return _ops.upsample_nearest3d_backward(grad_output, output_size, input_size, scales_d, scales_h, scales_w)
 
 
@@ -100,8 +101,9 @@ def upsample_nearest_exact3d_backward(grad_output: torch.Tensor, output_size: Se
     require("upsample_nearest_exact3d_backward", grad_output=grad_output, output_size=output_size,
             input_size=input_size)
     if out is not None:
-        return _ops.upsample_nearest_exact3d_backward.grad_input(
+        _ops.upsample_nearest_exact3d_backward.grad_input(
             grad_output, output_size, input_size, scales_d, scales_h, scales_w, grad_input=out)
+        return out
     return _ops.upsample_nearest_exact3d_backward(grad_output, output_size, input_size, scales_d, scales_h,
                                                   scales_w)
 

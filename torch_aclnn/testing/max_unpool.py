@@ -306,5 +306,5 @@ OP_INFOS = [
            reference=reference_forward, error_inputs=_forward_errors, aten=torch.ops.aten.max_unpool3d.default),
     OpInfo(name="max_unpool3d_backward", family="max_unpool", dtypes=DTYPES, sample_inputs=_backward_samples,
            reference=reference_backward, error_inputs=_backward_errors, aten=aten_backward,
-           out_overload="grad_input"),
+           out_overload="grad_input", out_contiguous_only=True),
 ]

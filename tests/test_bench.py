@@ -1,0 +1,84 @@
+"""Smoke tests of the benchmark harness (python -m torch_aclnn bench).
+
+They run the harness on tiny tensors and check the structure of what it
+writes; speed is never asserted.
+"""
+import json
+
+import pytest
+import torch
+
+from torch_aclnn import bench, bench_cases
+from torch_aclnn.__main__ import main
+
+OP = "upsample_nearest_exact3d_backward"
+ROW_KEYS = {"op", "case", "dtype", "form", "kind", "aten", "status", "note", "target"}
+MEASURED_KEYS = {"ours_s", "aten_s", "ratio", "overhead", "spread_pct", "rounds", "met"}
+THROUGHPUT_KEYS = {"bytes", "mix", "ours_gbps", "aten_gbps", "reference", "reference_gbps", "pct_of_reference"}
+
+
+def _run(tmp_path, *argv):
+    rc = main(["bench", "--tiny", "--out", str(tmp_path), *argv])
+    assert rc == 0
+    (js,) = tmp_path.glob("*-tiny.json")
+    (md,) = tmp_path.glob("*-tiny.md")
+    return json.loads(js.read_text()), md.read_text()
+
+
+def test_one_op_tiny(tmp_path, capsys):
+    report, md = _run(tmp_path, "--op", OP, "--dtype", "float32")
+    assert set(report) == {"meta", "cases"}
+    meta = report["meta"]
+    assert meta["size"] == "tiny" and meta["threads"] >= 1 and meta["torch"] == torch.__version__
+    rows = report["cases"]
+    expected = [c for c in bench_cases.all_cases() if c.op == OP and c.dtype == torch.float32]
+    assert len(rows) == len(expected) and {r["kind"] for r in rows} == {"throughput", "overhead"}
+    for r in rows:
+        assert r["op"] == OP and r["dtype"] == "float32"
+        assert r["status"] == "ok", r["note"]
+        assert ROW_KEYS | MEASURED_KEYS <= set(r)
+        assert r["ours_s"] > 0 and r["aten_s"] > 0 and r["ratio"] > 0
+        assert all(len(v) == meta["rounds"] for v in r["rounds"].values())
+        if r["kind"] == "throughput":
+            assert THROUGHPUT_KEYS <= set(r)
+            assert r["mix"] == "1R+1W" and r["reference"] == "copy_"
+            assert r["form"] in ("functional", "out=")
+        assert r["note"] == "", r["note"]  # same results as aten
+    # the markdown table: one line per measured case, under the two headers
+    lines = md.splitlines()
+    assert any(line.startswith("| operator | case | dtype | form | aten ms | ours ms | ratio | spread") for line in lines)
+    assert any(line.startswith("| operator | aten call | aten µs | ours µs | ours/aten") for line in lines)
+    assert sum(line.startswith(f"| {OP} |") for line in lines) == len(rows)
+    out = capsys.readouterr().out
+    assert "### Throughput" in out and "json:" in out and "chart:" in out
+    png = list(tmp_path.glob("*-tiny.png"))
+    try:
+        import matplotlib  # noqa: F401
+        assert len(png) == 1 and png[0].stat().st_size > 0
+    except ImportError:
+        assert not png and "matplotlib is not installed" in out
+
+
+def test_missing_kernel_is_skipped_with_a_note(tmp_path, capsys, monkeypatch):
+    real = bench._missing_kernel
+    monkeypatch.setattr(bench, "_missing_kernel",
+                        lambda c: f"{c.qualname} has no CPU kernel in this build" if c.op == OP else real(c))
+    report, md = _run(tmp_path, "--op", OP, "--dtype", "float32")
+    assert report["cases"] and all(r["status"] == "skipped" for r in report["cases"])
+    assert f"- {OP}: skipped" in md
+    assert f"note: skipping {OP}" in capsys.readouterr().err
+
+
+def test_every_case_names_a_known_operator():
+    cases = bench_cases.all_cases()
+    assert {c.op for c in cases} == set(bench_cases.OPERATORS)
+    for c in cases:
+        assert c.form in ("functional", "out=") and c.kind in ("throughput", "overhead")
+        assert (c.overload == "grad_input") == (c.form == "out=")
+    # every operator has a 1-element (overhead) case
+    assert {c.op for c in cases if c.kind == "overhead"} == set(bench_cases.OPERATORS)
+
+
+def test_bad_selection(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--op", "no_such_op"])

@@ -1,0 +1,255 @@
+"""torch_aclnn.nn: the modules against the torch.nn modules they replace —
+constructor arguments, repr, state_dict both ways, outputs and gradients,
+in-place behaviour, autocast, torch.compile, and convert()."""
+import io
+import warnings
+
+import pytest
+import torch
+import torch.nn as tnn
+
+import torch_aclnn.nn as tann
+
+# (torch_aclnn.nn class, torch.nn class, constructor args, kwargs)
+CONSTRUCTORS = [
+    (tann.Upsample, tnn.Upsample, (), {"scale_factor": 2}),
+    (tann.Upsample, tnn.Upsample, (), {"scale_factor": (1.5, 2, 0.5), "mode": "nearest-exact"}),
+    (tann.Upsample, tnn.Upsample, ((5, 6, 7),), {}),
+    (tann.Upsample, tnn.Upsample, (), {"size": 9, "mode": "nearest-exact"}),
+    (tann.Upsample, tnn.Upsample, (), {"scale_factor": 1.7, "recompute_scale_factor": True}),
+    (tann.ELU, tnn.ELU, (), {}),
+    (tann.ELU, tnn.ELU, (0.5,), {"inplace": True}),
+    (tann.SELU, tnn.SELU, (), {}),
+    (tann.SELU, tnn.SELU, (True,), {}),
+    (tann.CELU, tnn.CELU, (), {}),
+    (tann.CELU, tnn.CELU, (2.0, True), {}),
+    (tann.SmoothL1Loss, tnn.SmoothL1Loss, (), {}),
+    (tann.SmoothL1Loss, tnn.SmoothL1Loss, (), {"reduction": "sum", "beta": 0.25}),
+    (tann.MaxUnpool3d, tnn.MaxUnpool3d, (2,), {}),
+    (tann.MaxUnpool3d, tnn.MaxUnpool3d, ((2, 3, 2),), {"stride": (1, 2, 2), "padding": 1}),
+]
+
+
+def _id(c):
+    return f"{c[0].__name__}{c[2]}{c[3]}"
+
+
+@pytest.mark.parametrize("case", CONSTRUCTORS, ids=[_id(c) for c in CONSTRUCTORS])
+def test_same_constructor_repr_and_attributes(case):
+    ours_cls, theirs_cls, args, kwargs = case
+    ours, theirs = ours_cls(*args, **kwargs), theirs_cls(*args, **kwargs)
+    assert repr(ours) == repr(theirs)
+    assert isinstance(ours, theirs_cls)
+    public = {k: v for k, v in vars(theirs).items() if not k.startswith("_") and k != "training"}
+    assert {k: v for k, v in vars(ours).items() if k in public} == public
+
+
+def test_defaults_match_torch():
+    import inspect
+
+    for ours, theirs in [(tann.Upsample, tnn.Upsample), (tann.ELU, tnn.ELU), (tann.SELU, tnn.SELU),
+                         (tann.CELU, tnn.CELU), (tann.SmoothL1Loss, tnn.SmoothL1Loss),
+                         (tann.MaxUnpool3d, tnn.MaxUnpool3d)]:
+        def params(cls):
+            return [(p.name, p.kind, p.default) for p in inspect.signature(cls.__init__).parameters.values()]
+
+        assert params(ours) == params(theirs), ours
+
+
+def _block(layers):
+    return tnn.Sequential(tnn.Conv3d(2, 3, 3, padding=1), layers.ELU(0.7), layers.Upsample(scale_factor=2),
+                          layers.SELU(), layers.CELU(1.5), tnn.Conv3d(3, 2, 1))
+
+
+def test_state_dict_both_ways():
+    torch.manual_seed(0)
+    ours, theirs = _block(tann), _block(tnn)
+    for src, dst in ((theirs, ours), (ours, theirs)):
+        buf = io.BytesIO()
+        torch.save(src.state_dict(), buf)
+        buf.seek(0)
+        assert dst.load_state_dict(torch.load(buf), strict=True) is not None
+        for (k1, v1), (k2, v2) in zip(src.state_dict().items(), dst.state_dict().items()):
+            assert k1 == k2 and torch.equal(v1, v2)
+        assert src.state_dict()._metadata.keys() == dst.state_dict()._metadata.keys()
+    x = torch.randn(1, 2, 3, 4, 5)
+    assert torch.equal(ours(x), theirs(x))
+    # The loss and unpool modules have no state either; loading one into the other is strict-clean.
+    tann.SmoothL1Loss().load_state_dict(tnn.SmoothL1Loss().state_dict())
+    tnn.MaxUnpool3d(2).load_state_dict(tann.MaxUnpool3d(2).state_dict())
+
+
+# ---------------------------------------------------------------------------
+# Outputs and gradients against torch.nn
+
+
+def _compare(ours, theirs, *inputs, exact=True):
+    a = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    b = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    ya, yb = ours(*a), theirs(*b)
+    g = torch.randn_like(ya)
+    ya.backward(g)
+    yb.backward(g)
+    check = torch.equal if exact else (lambda x, y: torch.allclose(x, y, rtol=1e-6, atol=1e-7))
+    assert check(ya, yb)
+    for ta_, tb in zip(a, b):
+        if ta_.requires_grad:
+            assert check(ta_.grad, tb.grad)
+
+
+@pytest.mark.parametrize("kwargs", [{"scale_factor": 2}, {"scale_factor": (2, 1.5, 3)}, {"size": (3, 7, 8)},
+                                    {"scale_factor": 1.7, "recompute_scale_factor": True}, {"size": 4}])
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+def test_upsample_matches_torch(mode, kwargs):
+    x = torch.randn(2, 3, 3, 4, 5, dtype=torch.float64)
+    _compare(tann.Upsample(mode=mode, **kwargs), tnn.Upsample(mode=mode, **kwargs), x)
+
+
+def test_upsample_rejects_what_it_does_not_cover():
+    with pytest.raises(ValueError, match="mode 'nearest' and 'nearest-exact'"):
+        tann.Upsample(scale_factor=2, mode="trilinear")
+    with pytest.raises(ValueError, match="align_corners"):
+        tann.Upsample(scale_factor=2, align_corners=True)
+    with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] upsample_nearest3d: input must be 5-D"):
+        tann.Upsample(scale_factor=2)(torch.randn(1, 2, 4, 4))
+
+
+@pytest.mark.parametrize("cls,args", [(tann.ELU, ()), (tann.ELU, (0.3,)), (tann.SELU, ()), (tann.CELU, ()),
+                                      (tann.CELU, (2.5,))])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_activations_match_torch(cls, args, dtype):
+    theirs = getattr(tnn, cls.__name__)(*args)
+    x = torch.randn(4, 3, 5, dtype=dtype) * 3
+    # aten's elu rounds differently from expm1 in a few ulps for float32 (see tests/test_elu.py).
+    _compare(cls(*args), theirs, x, exact=False)
+
+
+@pytest.mark.parametrize("cls,args", [(tann.ELU, (0.5,)), (tann.SELU, ()), (tann.CELU, (2.0,))])
+def test_inplace_like_torch(cls, args):
+    ours, theirs = cls(*args, inplace=True), getattr(tnn, cls.__name__)(*args, inplace=True)
+    x = torch.randn(6, 7, dtype=torch.float64) * 2
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ha, hb = xa * 1, xb * 1                            # in place on a non-leaf, as in a network
+    ya, yb = ours(ha), theirs(hb)
+    assert ya is ha and ha._version > 0                # the input was overwritten and returned
+    torch.testing.assert_close(ya, yb)
+    g = torch.randn_like(x)
+    ya.backward(g)
+    yb.backward(g)
+    torch.testing.assert_close(xa.grad, xb.grad)
+    # double backward through the saved result
+    xa = x.clone().requires_grad_()
+    y = ours(xa * 1)
+    (gx,) = torch.autograd.grad(y.sum(), xa, create_graph=True)
+    gx.sum().backward()
+    assert xa.grad is not None
+
+
+def test_inplace_no_grad_and_leaf_rules():
+    x = torch.randn(5)
+    want = torch.nn.functional.elu(x)
+    y = tann.ELU(inplace=True)(x)
+    assert y is x and torch.allclose(x, want)
+    leaf = torch.randn(5, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        tann.ELU(inplace=True)(leaf)
+    with torch.no_grad():
+        out = tann.SELU(inplace=True)(leaf)
+    assert out is leaf
+    # A negative alpha cannot be differentiated from the result (torch raises too).
+    for layers in (tann, tnn):
+        h = torch.randn(5, requires_grad=True) * 1
+        y = layers.CELU(-1.0, inplace=True)(h)
+        with pytest.raises(Exception):
+            y.sum().backward()
+
+
+def test_celu_alpha_zero():
+    with pytest.raises(ValueError, match="alpha must not be 0"):
+        tann.CELU(0.0)(torch.randn(3))
+    with pytest.raises(ValueError, match="alpha must not be 0"):
+        tann.CELU(0.0, inplace=True)(torch.randn(3))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("beta", [1.0, 0.3, 0.0])
+def test_smooth_l1_loss_matches_torch(reduction, beta):
+    x, t = torch.randn(3, 4, 5, dtype=torch.float64), torch.randn(3, 4, 5, dtype=torch.float64)
+    t[0, 0, :2] = x[0, 0, :2]  # d == 0 (beta == 0: both give gradient 0 there)
+    kw = {"reduction": reduction, "beta": beta}
+    _compare(tann.SmoothL1Loss(**kw), tnn.SmoothL1Loss(**kw), x, t, exact=False)
+
+
+def test_smooth_l1_loss_legacy_arguments_and_warning():
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        ours, theirs = tann.SmoothL1Loss(size_average=False), tnn.SmoothL1Loss(size_average=False)
+    assert ours.reduction == theirs.reduction == "sum"
+    x, t = torch.randn(4, 3), torch.randn(4, 1)
+    with pytest.warns(UserWarning, match="different to the input size"):
+        got = ours(x, t)
+    with pytest.warns(UserWarning, match="different to the input size"):
+        want = theirs(x, t)
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("dims", [5, 4])
+def test_max_unpool3d_matches_torch(dims):
+    shape = (2, 3, 4, 6, 4) if dims == 5 else (3, 4, 6, 4)
+    x = torch.randn(shape, dtype=torch.float64)
+    pooled, idx = tnn.MaxPool3d(2, return_indices=True)(x)
+    _compare(lambda p: tann.MaxUnpool3d(2)(p, idx), lambda p: tnn.MaxUnpool3d(2)(p, idx), pooled)
+    size = x.shape[-3:]
+    _compare(lambda p: tann.MaxUnpool3d(2)(p, idx, output_size=size),
+             lambda p: tnn.MaxUnpool3d(2)(p, idx, output_size=size), pooled)
+
+
+# ---------------------------------------------------------------------------
+# autocast, compile, convert
+
+
+def test_autocast_dtypes_match_torch():
+    x = torch.randn(2, 2, 4, 4, 4)
+    t = torch.randn(2, 2, 4, 4, 4)
+    with torch.autocast("cpu", torch.bfloat16):
+        xb = x.bfloat16()
+        for name, args in [("Upsample", dict(scale_factor=2)), ("ELU", {}), ("SELU", {}), ("CELU", {})]:
+            assert getattr(tann, name)(**args)(xb).dtype == getattr(tnn, name)(**args)(xb).dtype
+        got, want = tann.SmoothL1Loss()(xb, t.bfloat16()), tnn.SmoothL1Loss()(xb, t.bfloat16())
+        assert got.dtype == want.dtype == torch.float32
+        torch.testing.assert_close(got, want)
+        p, i = tnn.MaxPool3d(2, return_indices=True)(xb)
+        got, want = tann.MaxUnpool3d(2)(p, i), tnn.MaxUnpool3d(2)(p, i)
+        assert got.dtype == want.dtype == torch.float32
+        torch.testing.assert_close(got, want)
+
+
+def test_modules_compile_fullgraph():
+    torch.manual_seed(0)
+    ours, theirs = _block(tann), _block(tnn)
+    ours.load_state_dict(theirs.state_dict())
+    ours.append(tann.ELU(inplace=True))
+    theirs.append(tnn.ELU(inplace=True))
+    compiled = torch.compile(ours, fullgraph=True, backend="aot_eager")
+    x = torch.randn(2, 2, 3, 4, 5)
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ya, yb = compiled(xa), theirs(xb)
+    torch.testing.assert_close(ya, yb)
+    ya.square().sum().backward()
+    yb.square().sum().backward()
+    torch.testing.assert_close(xa.grad, xb.grad)
+
+
+def test_convert():
+    torch.manual_seed(0)
+    model = tnn.Sequential(_block(tnn), tnn.Upsample(scale_factor=2, mode="trilinear"), tnn.ELU())
+    x = torch.randn(1, 2, 2, 3, 4)
+    want = model(x)
+    sd = model.state_dict()
+    converted = tann.convert(model)
+    assert type(converted[0][1]) is tann.ELU and type(converted[0][2]) is tann.Upsample
+    assert type(converted[1]) is tnn.Upsample  # trilinear stays torch's
+    assert type(converted[2]) is tann.ELU and converted[0][1].alpha == 0.7
+    torch.testing.assert_close(converted(x), want)
+    assert converted.state_dict().keys() == sd.keys()
+    assert type(tann.convert(tnn.SELU())) is tann.SELU

@@ -1,0 +1,663 @@
+"""The NPU path (torch_aclnn/npu/): the PrivateUse1 kernel of every operator.
+
+Without an NPU, each PrivateUse1 kernel is called with CPU tensors by
+redispatching to the PrivateUse1 key: the glue's real code runs (contract on
+meta copies, empty handling, limits, splitting, CPU path, corrections,
+layout) and the aten operators it calls run aten's CPU kernels, standing in
+for torch_npu's. Its results are compared with torch_aclnn's CPU kernels on
+the shared OpInfo samples.
+
+The tests at the end need a real Ascend NPU with torch_npu and are skipped
+(not passed) without one.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+import torch
+
+from torch_aclnn import npu
+from torch_aclnn.npu import _glue, limits
+from torch_aclnn.npu import elu as npu_elu
+from torch_aclnn.npu import max_unpool as npu_max_unpool
+from torch_aclnn.npu import smooth_l1 as npu_smooth_l1
+from torch_aclnn.npu import upsample as npu_upsample
+from torch_aclnn.testing import OPS, make_tensor, tolerance
+from torch_aclnn.testing import upsample as upsample_infos
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ops = torch.ops.torch_aclnn
+PU1 = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
+
+
+def on_npu_path(overload, *args, **kwargs):
+    """Runs the PrivateUse1 kernel (the NPU glue) of ``overload``."""
+    return overload.redispatch(PU1, *args, **kwargs)
+
+
+# ---------------------------------------------------------------------------
+# Where the simulated backend implements the spec.
+#
+# The glue's device calls run aten's CPU kernels here. Where those differ
+# from the spec by themselves (not through anything the glue does) the
+# glue's result cannot match ours, so such samples are left out, each for a
+# stated reason:
+#   upsample  aten's CPU nearest backward short-cuts out == in and out == 2*in
+#             and then ignores a given scale (spec §1, pytorch#97135); the
+#             NPU kernel has no such short-cut (its tiling uses the given
+#             scale). Decided per sample with the OpInfo's own exact_vs_aten
+#             rule applied to the scales the glue actually passes (all three
+#             or none), so samples with scales for some axes only are kept:
+#             the glue's all-or-nothing correction must make them match.
+#   max_unpool aten's CPU max_unpool3d has no integer kernels (aclnnMaxUnpool3d
+#             has INT8, UINT8, INT16, INT32, INT64): integer forward samples
+#             are left out (the glue has no dtype-dependent code there).
+# Where bitwise equality is expected (float32/float64, and integer dtypes):
+#   upsample  exactly where the rule above holds;
+#   elu       where the OpInfo marks exact_vs_aten (aten's vectorised path;
+#             its scalar loop is up to 2 ulp away, within tolerance).
+#   smooth_l1 where the OpInfo marks exact_vs_aten: its aten counterpart is
+#             called exactly as the glue calls it (inputs promoted and
+#             broadcast, the beta == 0 point corrected); reductions sum in
+#             another order than our float64 one, within tolerance.
+#   max_unpool everywhere (elements are moved, never computed), duplicates
+#             included: the glue leaves none for the scatter to choose from.
+
+def _upsample_case(name, s):
+    mode = upsample_infos.NEAREST if "exact" not in name else upsample_infos.EXACT
+    backward = name.endswith("_backward")
+    if backward:
+        out, in_shape, scales = s.args[1], s.args[2], s.args[3:6]
+    else:
+        out, in_shape, scales = s.args[1], list(s.args[0].shape), s.args[2:5]
+    scales = npu_upsample.device_scales(tuple(scales) + (None,) * (3 - len(scales)))
+    return upsample_infos.exact_vs_aten(mode, in_shape, out, scales, backward)
+
+
+def simulated_spec(name, s) -> bool:
+    """Whether aten's CPU kernels, called as the glue calls them, compute the spec for sample ``s``."""
+    if OPS[name].family == "upsample":
+        return _upsample_case(name, s)
+    if name == "max_unpool3d":
+        return s.args[0].dtype.is_floating_point
+    return True
+
+
+def bitwise_expected(name, s) -> bool:
+    if OPS[name].family == "upsample":
+        return _upsample_case(name, s)
+    if OPS[name].family == "max_unpool":
+        return True
+    return s.exact_vs_aten
+
+
+OP_DTYPES = [pytest.param(name, dt, id=f"{name}-{str(dt).replace('torch.', '')}")
+             for name, info in OPS.items() for dt in info.dtypes]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warnings(monkeypatch):
+    """Each test sees the one-time warnings afresh."""
+    monkeypatch.setattr(_glue, "_warned", set())
+
+
+@pytest.mark.parametrize("name,dtype", OP_DTYPES)
+def test_glue_matches_cpu_kernels(name, dtype):
+    """On every shared sample where the simulated backend implements the
+    spec: same shape, dtype and strides as our CPU kernel, the spec's values
+    (float64 reference, stated tolerance), bitwise equal where expected."""
+    info = OPS[name]
+    if name == "max_unpool3d" and not dtype.is_floating_point:
+        pytest.skip("aten's CPU max_unpool3d has no integer kernels to stand in for aclnnMaxUnpool3d's")
+    checked = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", _glue.DeviceLimitWarning)  # float64 where aclnn has none
+        for s in info.samples("cpu", dtype):
+            if not simulated_spec(name, s):
+                continue
+            got = on_npu_path(info.op, *s.args, **s.kwargs)
+            ours = info.op(*s.args, **s.kwargs)
+            assert (got.shape, got.dtype) == (ours.shape, ours.dtype), s
+            if got.numel() > 1:
+                assert got.stride() == ours.stride(), s
+            ref = info.reference(*s.args, **s.kwargs)
+            torch.testing.assert_close(got.double(), ref, check_dtype=False, equal_nan=True,
+                                       msg=lambda m: f"{s}: {m}", **tolerance(dtype))
+            if (dtype in (torch.float32, torch.float64) or not dtype.is_floating_point) and bitwise_expected(name, s):
+                torch.testing.assert_close(got, ours, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{s}: {m}")
+            checked += 1
+    assert checked > 0
+
+
+def dtype_is_float(t):
+    return t.dtype.is_floating_point
+
+
+def _out_accepted(info, s, out):
+    try:
+        _glue.validate(info.out_op, *s.args, **s.kwargs, **{info.out_kwarg: out})
+        return True
+    except ValueError:
+        return False
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if OPS[n].out_overload])
+def test_glue_out_variant(name):
+    """The out= overload's kernel writes the functional kernel's values into
+    the given tensor (either layout); the schema returns ()."""
+    info = OPS[name]
+    for s in info.samples("cpu", torch.float32):
+        if not simulated_spec(name, s):
+            continue
+        expected = on_npu_path(info.op, *s.args, **s.kwargs)
+        formats = (torch.contiguous_format, torch.channels_last_3d) if expected.dim() == 5 else (
+            torch.contiguous_format,)
+        for fmt in formats:
+            out = torch.full_like(expected, float("nan") if dtype_is_float(expected) else 7, memory_format=fmt)
+            if fmt != torch.contiguous_format and not _out_accepted(info, s, out):
+                continue  # the contract requires a contiguous out tensor (max_unpool3d_backward)
+            assert on_npu_path(info.out_op, *s.args, **s.kwargs, **{info.out_kwarg: out}) is None
+            torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{s}: {m}")
+
+
+def _error_params():
+    for name, info in OPS.items():
+        for i, e in enumerate(info.errors("cpu")):
+            yield pytest.param(name, i, id=f"{name}-{re.sub(r'[^A-Za-z0-9]+', '_', e.sample.desc)}")
+
+
+@pytest.mark.parametrize("name,index", list(_error_params()))
+def test_glue_contract_errors(name, index):
+    """Every contract error fires on the NPU path too, with the same type and
+    message (data-dependent rules included: the glue checks them itself)."""
+    info = OPS[name]
+    e = list(info.errors("cpu"))[index]
+    target = info.op if e.overload == "default" else getattr(info.packet, e.overload)
+    with pytest.raises(e.exc, match=rf"^\[torch_aclnn {e.code}\] {name}: .*{e.match}"):
+        on_npu_path(target, *e.sample.args, **e.sample.kwargs)
+
+
+def test_every_operator_has_a_privateuse1_kernel():
+    """Each schema of the implemented families has a PrivateUse1 kernel (out= overloads included)."""
+    for name, info in OPS.items():
+        for overload in ["default"] + ([info.out_overload] if info.out_overload else []):
+            qualified = f"torch_aclnn::{name}" + ("" if overload == "default" else f".{overload}")
+            assert torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "PrivateUse1"), qualified
+
+
+# ---------------------------------------------------------------------------
+# Corrections where torch_npu/aclnn and the spec differ.
+
+class Spy:
+    """Wraps a device operator: counts calls and records the first argument's shape."""
+
+    def __init__(self, fn):
+        self.fn, self.shapes = fn, []
+
+    def __call__(self, *args, **kwargs):
+        self.shapes.append(tuple(args[0].shape))
+        return self.fn(*args, **kwargs)
+
+
+FORWARDS = [("nearest", "upsample_nearest3d"), ("nearest-exact", "upsample_nearest_exact3d")]
+BACKWARDS = [("nearest", "upsample_nearest3d_backward"), ("nearest-exact", "upsample_nearest_exact3d_backward")]
+
+
+def _spy_upsample(monkeypatch, which, mode):
+    table = npu_upsample.ATEN_FORWARD if which == "forward" else npu_upsample.ATEN_BACKWARD
+    spy = Spy(table[mode])
+    monkeypatch.setitem(table, mode, spy)
+    return spy
+
+
+@pytest.mark.parametrize("mode,fwd,bwd", [
+    ("nearest", ops.upsample_nearest3d, ops.upsample_nearest3d_backward),
+    ("nearest-exact", ops.upsample_nearest_exact3d, ops.upsample_nearest_exact3d_backward),
+])
+def test_scales_for_some_axes_are_dropped(mode, fwd, bwd):
+    """Scales given for some axes only reach the device as None for all
+    three (all-or-nothing, spec §1/§2); passed through as given, aten (like
+    the older aclnn nearest backward) would use them per axis."""
+    x = make_tensor((1, 2, 4, 4, 4), torch.float32)
+    g = make_tensor((1, 2, 5, 6, 7), torch.float32)
+    sizes = [5, 6, 7]
+    assert torch.equal(on_npu_path(fwd.default, x, sizes, 1.7, None, 1.9), fwd(x, sizes))
+    assert torch.equal(on_npu_path(bwd.default, g, sizes, [1, 2, 4, 4, 4], 1.7, None, 1.9),
+                       bwd(g, sizes, [1, 2, 4, 4, 4]))
+    raw = npu_upsample.ATEN_BACKWARD[mode](g, sizes, [1, 2, 4, 4, 4], 1.7, None, 1.9)
+    assert not torch.equal(raw, bwd(g, sizes, [1, 2, 4, 4, 4])), "the sample must exercise the correction"
+
+
+def test_channels_last_result_layout():
+    """op-plugin allocates contiguous results; the glue returns channels_last_3d like every backend."""
+    g = make_tensor((2, 3, 8, 10, 12), torch.float32).contiguous(memory_format=torch.channels_last_3d)
+    got = on_npu_path(ops.upsample_nearest3d_backward.default, g, [8, 10, 12], [2, 3, 4, 5, 6])
+    assert got.is_contiguous(memory_format=torch.channels_last_3d)
+    assert torch.equal(got, ops.upsample_nearest3d_backward(g, [8, 10, 12], [2, 3, 4, 5, 6]))
+
+
+@pytest.mark.parametrize("alpha,input_scale", [(float("inf"), 1.0), (1.0, float("inf")), (1.0, -float("inf")),
+                                               (1.0, float("nan")), (float("nan"), 1.0), (-float("inf"), 0.5)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_elu_non_finite_parameters(alpha, input_scale, dtype):
+    """aclnnElu replaces the formula by scale*threshold(x, 0, -alpha) when alpha
+    or input_scale is inf/NaN; the glue evaluates the spec's formula instead."""
+    x = torch.tensor([-3.0, -1.0, -0.0, 0.0, 1e-3, 2.0, float("inf"), -float("inf"), float("nan")], dtype=dtype)
+    spy = Spy(npu_elu.ATEN_FORWARD)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(npu_elu, "ATEN_FORWARD", spy)
+        got = on_npu_path(ops.elu.default, x, alpha, 1.5, input_scale)
+    assert spy.shapes == []  # not the aclnn kernel
+    torch.testing.assert_close(got, ops.elu(x, alpha, 1.5, input_scale), equal_nan=True, rtol=0, atol=0)
+
+
+def test_smooth_l1_beta0_gradient_is_zero_at_d0():
+    """sign(0) = 0 (the aclnn document, the spec); aten's raw kernel gives -1."""
+    x = torch.tensor([1.0, 2.0, 3.0, 0.5, float("inf")])
+    t = torch.tensor([1.0, 0.0, 5.0, 0.5, float("inf")])
+    g = torch.tensor([1.0, 1.0, 1.0, float("nan"), 2.0])
+    raw = npu_smooth_l1.ATEN_BACKWARD(g, x, t, 0, 0.0)
+    got = on_npu_path(ops.smooth_l1_loss_backward.default, g, x, t, 0, 0.0)
+    assert raw[0] == -1 and got[0] == 0
+    torch.testing.assert_close(got, ops.smooth_l1_loss_backward(g, x, t, 0, 0.0), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_smooth_l1_mean_divides_by_the_broadcast_numel(dtype):
+    """'mean' with self smaller than broadcast(self, target): the norm is 1/6
+    here; called as op-plugin calls it (self as given), aten divides by
+    self.numel() = 2."""
+    x, t = make_tensor((2, 1), dtype), make_tensor((1, 3), dtype)
+    g = torch.tensor(1.0, dtype=dtype)
+    got = on_npu_path(ops.smooth_l1_loss_backward.default, g, x, t, 1, 1.0)
+    ours = ops.smooth_l1_loss_backward(g, x, t, 1, 1.0)
+    torch.testing.assert_close(got, ours, **tolerance(dtype))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # aten resizes its (2, 1) output
+        raw = npu_smooth_l1.ATEN_BACKWARD(g, x, t, 1, 1.0)
+    torch.testing.assert_close(raw.float(), 3 * ours.float(), **tolerance(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_smooth_l1_mean_with_grad_output_broadcasting_further(dtype):
+    """grad_output adding elements under 'mean': the kernel runs with 'none'
+    and the spec's norm (1 / numel(broadcast(self, target))) is applied here."""
+    g, x, t = make_tensor((5, 2, 3), dtype), make_tensor((2, 1), dtype), make_tensor((1, 3), dtype)
+    spy = Spy(npu_smooth_l1.ATEN_BACKWARD)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(npu_smooth_l1, "ATEN_BACKWARD", spy)
+        got = on_npu_path(ops.smooth_l1_loss_backward.default, g, x, t, 1, 1.0)
+    assert spy.shapes == [(5, 2, 3)]
+    torch.testing.assert_close(got, ops.smooth_l1_loss_backward(g, x, t, 1, 1.0), **tolerance(dtype))
+
+
+def test_smooth_l1_promotes_and_broadcasts():
+    """Result dtype = the promoted dtype (op-plugin allocates self's) and the
+    forward's 'none' shape = broadcast(self, target) (op-plugin sizes it from self)."""
+    g, x, t = make_tensor((3, 4), torch.float16), make_tensor((3, 1), torch.float16), make_tensor((1, 4), torch.float32)
+    got = on_npu_path(ops.smooth_l1_loss_backward.default, g, x, t, 0, 0.5)
+    assert got.dtype == torch.float32 and got.shape == (3, 4)
+    torch.testing.assert_close(got, ops.smooth_l1_loss_backward(g, x, t, 0, 0.5))
+    loss = on_npu_path(ops.smooth_l1_loss.default, x, t, 0, 0.5)
+    assert loss.dtype == torch.float32 and loss.shape == (3, 4)
+    torch.testing.assert_close(loss, ops.smooth_l1_loss(x, t, 0, 0.5))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 2, 3, 4), (2, 2, 3, 4)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_max_unpool_duplicates_leave_the_scatter_no_choice(monkeypatch, shape, dtype):
+    """Duplicate indices: every loser goes to a spare slot, so whichever
+    duplicate the device scatter would keep, the largest flat position wins."""
+    spy = Spy(npu_max_unpool.ATEN_FORWARD)
+    monkeypatch.setattr(npu_max_unpool, "ATEN_FORWARD", spy)
+    g = torch.Generator().manual_seed(3)
+    out = [3, 2, 4]
+    idx = torch.randint(0, 24, shape, generator=g)
+    x = make_tensor(shape, dtype)
+    got = on_npu_path(ops.max_unpool3d.default, x, idx, out, [1, 1, 1], [0, 0, 0])
+    assert torch.equal(got, ops.max_unpool3d(x, idx, out, [1, 1, 1], [0, 0, 0]))
+    planes = (shape[0], shape[1] if len(shape) == 5 else 1)
+    assert spy.shapes == [(*planes, 1, 1, 24)]  # the spread call: 24 + 1 slots per plane
+    # Without duplicates: one plain call.
+    spy.shapes.clear()
+    idx = torch.stack([torch.randperm(24, generator=g)[:24] for _ in range(planes[0] * planes[1])]).reshape(shape)
+    got = on_npu_path(ops.max_unpool3d.default, x, idx, out, [1, 1, 1], [0, 0, 0])
+    assert torch.equal(got, ops.max_unpool3d(x, idx, out, [1, 1, 1], [0, 0, 0]))
+    assert spy.shapes == [shape]
+
+
+def test_max_unpool_worked_example():
+    """Spec §5: grad_output = ones, indices with repeats -> out = ones."""
+    idx = torch.tensor([0, 0, 0, 3, 0, 0, 0, 8, 0, 0, 0, 11, 0, 0, 0, 13]).view(1, 1, 4, 4)
+    g = torch.ones(1, 1, 4, 4)
+    got = on_npu_path(ops.max_unpool3d_backward.default, g, torch.empty(1, 1, 4, 4), idx, [1, 4, 4], [1, 2, 3],
+                      [1, 2, 3])
+    assert torch.equal(got, torch.ones(1, 1, 4, 4))
+
+
+def test_max_unpool_index_checked_before_any_device_call(monkeypatch):
+    spies = (Spy(npu_max_unpool.ATEN_FORWARD), Spy(npu_max_unpool.ATEN_GATHER))
+    monkeypatch.setattr(npu_max_unpool, "ATEN_FORWARD", spies[0])
+    monkeypatch.setattr(npu_max_unpool, "ATEN_GATHER", spies[1])
+    x = make_tensor((1, 2, 2, 2, 2), torch.float32)
+    idx = torch.zeros(1, 2, 2, 2, 2, dtype=torch.int64)
+    idx[0, 1, 1, 0, 1] = 64
+    with pytest.raises(IndexError, match=re.escape("indices[0, 1, 1, 0, 1] = 64 is outside [0, 64)")):
+        on_npu_path(ops.max_unpool3d.default, x, idx, [4, 4, 4], [2, 2, 2], [0, 0, 0])
+    idx[0, 0, 0, 1, 1] = -1  # an earlier position is reported first
+    with pytest.raises(IndexError, match=re.escape("indices[0, 0, 0, 1, 1] = -1 is outside [0, 64)")):
+        on_npu_path(ops.max_unpool3d_backward.default, torch.zeros(1, 2, 4, 4, 4), x, idx, [4, 4, 4], [2, 2, 2],
+                    [0, 0, 0])
+    assert not spies[0].shapes and not spies[1].shapes
+
+
+# ---------------------------------------------------------------------------
+# Device limits: empty tensors, splitting along N*C, the CPU path.
+
+def test_empty_inputs_make_no_device_call(monkeypatch):
+    spies = [_spy_upsample(monkeypatch, w, m) for w in ("forward", "backward") for m in ("nearest", "nearest-exact")]
+    spy_elu = Spy(npu_elu.ATEN_BACKWARD)
+    monkeypatch.setattr(npu_elu, "ATEN_BACKWARD", spy_elu)
+    x = torch.empty(0, 3, 2, 2, 2)
+    assert on_npu_path(ops.upsample_nearest3d.default, x, [4, 4, 4]).shape == (0, 3, 4, 4, 4)
+    assert on_npu_path(ops.upsample_nearest_exact3d.default, x, [4, 4, 4]).shape == (0, 3, 4, 4, 4)
+    g = torch.empty(2, 0, 4, 4, 4)
+    for op in (ops.upsample_nearest3d_backward, ops.upsample_nearest_exact3d_backward):
+        assert on_npu_path(op.default, g, [4, 4, 4], [2, 0, 2, 2, 2]).shape == (2, 0, 2, 2, 2)
+    e = torch.empty(3, 0)
+    assert on_npu_path(ops.elu_backward.default, e, 1.0, 1.0, 1.0, False, e).shape == (3, 0)
+    spy_sl1 = [Spy(npu_smooth_l1.ATEN_FORWARD), Spy(npu_smooth_l1.ATEN_BACKWARD)]
+    monkeypatch.setattr(npu_smooth_l1, "ATEN_FORWARD", spy_sl1[0])
+    monkeypatch.setattr(npu_smooth_l1, "ATEN_BACKWARD", spy_sl1[1])
+    for reduction, expected in ((0, torch.empty(0, 3)), (1, torch.tensor(float("nan"))), (2, torch.tensor(0.0))):
+        got = on_npu_path(ops.smooth_l1_loss.default, torch.empty(0, 3), torch.empty(3), reduction, 1.0)
+        torch.testing.assert_close(got, expected, equal_nan=True)
+    assert on_npu_path(ops.smooth_l1_loss_backward.default, torch.tensor(1.0), torch.empty(0, 3), torch.empty(3), 2,
+                       1.0).shape == (0, 3)
+    assert all(not s.shapes for s in spies) and not spy_elu.shapes and not any(s.shapes for s in spy_sl1)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last_3d"])
+@pytest.mark.parametrize("mode,name", BACKWARDS)
+@pytest.mark.parametrize("key", ["nc_od_oh", "workspace"])
+def test_backward_splits_along_nc(monkeypatch, mode, name, key, layout):
+    """Over a per-call limit (lowered here to 3 planes' worth) the call is
+    split along N*C into calls that fit, with the same result."""
+    N, C, out, inp = 2, 5, [6, 4, 5], [3, 2, 5]
+    g = make_tensor((N, C, *out), torch.float32, layout=layout)
+    geom = npu_upsample.geometry(N, C, out, inp, (None, None, None), g.dtype)
+    bwd = getattr(ops, name)
+    row = limits.row(name, key)
+    monkeypatch.setattr(row, "max", 3 * row.measure(geom) + 1)
+    spy = _spy_upsample(monkeypatch, "backward", mode)
+    got = on_npu_path(bwd.default, g, out, [N, C, *inp])
+    # 5 channels > 3 per call: each n in two calls of 3 and 2 channels.
+    assert spy.shapes == [(1, 3, *out), (1, 2, *out)] * 2
+    assert torch.equal(got, bwd(g, out, [N, C, *inp]))
+    assert got.stride() == bwd(g, out, [N, C, *inp]).stride()
+
+
+def test_split_keeps_whole_channel_rows(monkeypatch):
+    """Calls take whole C rows of several n when they fit."""
+    g = make_tensor((7, 2, 4, 4, 4), torch.float32)
+    geom = npu_upsample.geometry(7, 2, [4, 4, 4], [2, 2, 2], (None, None, None), g.dtype)
+    row = limits.row("upsample_nearest3d_backward", "nc_od_oh")
+    monkeypatch.setattr(row, "max", 6 * row.measure(geom))
+    spy = _spy_upsample(monkeypatch, "backward", "nearest")
+    got = on_npu_path(ops.upsample_nearest3d_backward.default, g, [4, 4, 4], [7, 2, 2, 2, 2], 2.0, 2.0, 2.0)
+    assert spy.shapes == [(3, 2, 4, 4, 4), (3, 2, 4, 4, 4), (1, 2, 4, 4, 4)]
+    assert torch.equal(got, ops.upsample_nearest3d_backward(g, [4, 4, 4], [7, 2, 2, 2, 2], 2.0, 2.0, 2.0))
+
+
+@pytest.mark.parametrize("mode,name", FORWARDS)
+def test_forward_splits_along_nc(monkeypatch, mode, name):
+    fwd = getattr(ops, name)
+    x = make_tensor((3, 4, 2, 3, 4), torch.float32, layout="channels_last_3d")
+    monkeypatch.setattr(limits.row(name, "axis_nc"), "max", 5)
+    spy = _spy_upsample(monkeypatch, "forward", mode)
+    got = on_npu_path(fwd.default, x, [4, 6, 8])
+    assert spy.shapes == [(1, 4, 2, 3, 4)] * 3
+    assert torch.equal(got, fwd(x, [4, 6, 8])) and got.stride() == fwd(x, [4, 6, 8]).stride()
+
+
+@pytest.mark.parametrize("mode,name", BACKWARDS)
+@pytest.mark.parametrize("key", ["axis_dhw", "ih_iw", "nc_od_oh"])
+def test_beyond_splitting_uses_the_cpu_kernel(monkeypatch, mode, name, key):
+    """Beyond what splitting fixes (an axis, iH*iW, or one plane alone over a
+    per-call limit) the CPU kernel computes the call, with a one-time warning
+    naming the limit. The sample is one where aten's CPU short-cut ignores the
+    scale, so only the CPU kernel gives these numbers."""
+    bwd = getattr(ops, name)
+    row = limits.row(name, key)
+    monkeypatch.setattr(row, "max", 8)
+    spy = _spy_upsample(monkeypatch, "backward", mode)
+    g = make_tensor((1, 2, 4, 10, 12), torch.float32)
+    args = ([4, 10, 12], [1, 2, 4, 5, 6], 1.05, 2.1, 2.05)
+    with pytest.warns(_glue.DeviceLimitWarning, match=re.escape(row.text)):
+        got = on_npu_path(bwd.default, g, *args)
+    assert torch.equal(got, bwd(g, *args))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", _glue.DeviceLimitWarning)  # once per operator and limit
+        on_npu_path(bwd.default, g, *args)
+    assert spy.shapes == []
+
+
+def test_exact_scale_above_50_uses_the_cpu_kernel(monkeypatch):
+    """aclnnUpsampleNearestExact3dBackward rejects an up-scale above 50 (161002);
+    the glue computes it (the real limit, not lowered)."""
+    spy = _spy_upsample(monkeypatch, "backward", "nearest-exact")
+    g = make_tensor((1, 2, 51, 3, 2), torch.float32)
+    with pytest.warns(_glue.DeviceLimitWarning, match=r"<= 50"):
+        got = on_npu_path(ops.upsample_nearest_exact3d_backward.default, g, [51, 3, 2], [1, 2, 1, 3, 2])
+    assert torch.equal(got, ops.upsample_nearest_exact3d_backward(g, [51, 3, 2], [1, 2, 1, 3, 2]))
+    assert spy.shapes == []
+    g = make_tensor((1, 2, 50, 3, 2), torch.float32)  # 50 itself is supported
+    on_npu_path(ops.upsample_nearest_exact3d_backward.default, g, [50, 3, 2], [1, 2, 1, 3, 2])
+    assert spy.shapes == [(1, 2, 50, 3, 2)]
+
+
+@pytest.mark.parametrize("op,args", [
+    (ops.upsample_nearest_exact3d_backward, lambda: (make_tensor((1, 2, 4, 4, 4), torch.float64), [4, 4, 4],
+                                                     [1, 2, 2, 2, 2])),
+    (ops.upsample_nearest_exact3d, lambda: (make_tensor((1, 2, 2, 2, 2), torch.float64), [4, 4, 4])),
+    (ops.elu, lambda: (make_tensor((3, 4), torch.float64), 1.0, 1.0, 1.0)),
+    (ops.elu_backward, lambda: (make_tensor((3, 4), torch.float64), 1.0, 1.0, 1.0, False,
+                                make_tensor((3, 4), torch.float64))),
+    (ops.smooth_l1_loss, lambda: (make_tensor((3, 4), torch.float64), make_tensor((3, 4), torch.float32), 1, 1.0)),
+    (ops.max_unpool3d, lambda: (make_tensor((1, 2, 2, 2, 2), torch.bfloat16),
+                                torch.arange(8).repeat(2).view(1, 2, 2, 2, 2), [2, 2, 2], [1, 1, 1], [0, 0, 0])),
+    (ops.smooth_l1_loss_backward, lambda: (make_tensor((), torch.float64), make_tensor((3, 4), torch.float64),
+                                           make_tensor((4,), torch.float64), 2, 0.5)),
+])
+def test_dtype_without_an_aclnn_kernel_uses_the_cpu_kernel(op, args):
+    a = args()
+    with pytest.warns(_glue.DeviceLimitWarning, match="float64|bfloat16"):
+        got = on_npu_path(op.default, *a)
+    assert got.dtype == a[0].dtype or got.dtype == torch.float64
+    assert torch.equal(got, op(*a))
+
+
+@pytest.mark.parametrize("name", ["smooth_l1_loss", "smooth_l1_loss_backward"])
+def test_smooth_l1_more_than_8_dims_uses_the_cpu_kernel(name):
+    """aclnn's SmoothL1Loss[Backward] take at most 8 dims (MAX_SUPPORT_DIMS_NUMS); the spec has no such limit."""
+    x, t = make_tensor((2,) + (1,) * 8, torch.float32), make_tensor((3,), torch.float32)
+    args = (x, t, 0, 1.0) if name == "smooth_l1_loss" else (make_tensor((2,) + (1,) * 7 + (3,), torch.float32),
+                                                              x, t, 0, 1.0)
+    op = getattr(ops, name)
+    with pytest.warns(_glue.DeviceLimitWarning, match="at most 8 dims"):
+        got = on_npu_path(op.default, *args)
+    assert torch.equal(got, op(*args))
+
+
+def test_limit_table_is_consistent():
+    """Every row names a known operator, a handling and a source; keys are unique per operator."""
+    seen = set()
+    for r in limits.LIMITS:
+        assert r.handling in (limits.SPLIT, limits.CPU) and r.source and r.text
+        for op in r.ops:
+            assert hasattr(ops, op), op
+            assert (op, r.key) not in seen
+            seen.add((op, r.key))
+
+
+def test_plane_chunks_cover_every_plane_once():
+    for N, C, k in [(1, 1, 1), (2, 5, 3), (7, 2, 6), (4, 4, 16), (3, 10, 4), (5, 1, 2)]:
+        planes = [(n, c) for n0, n1, c0, c1 in _glue.plane_chunks(N, C, k)
+                  for n in range(n0, n1) for c in range(c0, c1)]
+        assert sorted(planes) == [(n, c) for n in range(N) for c in range(C)]
+        assert all((n1 - n0) * (c1 - c0) <= k for n0, n1, c0, c1 in _glue.plane_chunks(N, C, k))
+
+
+# ---------------------------------------------------------------------------
+# torch_npu is optional and its import is guarded.
+
+_FAKE = {
+    "ImportError": "raise ImportError('libhccl.so: cannot open shared object file')",
+    "OSError": "raise OSError('libascendcl.so: wrong ELF class')",
+    "SystemExit": "import sys; sys.exit('torch_npu 2.1 does not support this torch')",
+    "RuntimeError": "raise RuntimeError('CANN version mismatch')",
+}
+
+
+def _run_python(code, env_extra, tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT]), **env_extra)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("failure", list(_FAKE))
+def test_broken_torch_npu_never_breaks_import(tmp_path, failure):
+    """A torch_npu whose import fails (missing CANN libraries, an old build
+    calling sys.exit, ...) leaves `import torch_aclnn` working, the NPU
+    path unavailable with the reason, and the kernels registered."""
+    pkg = tmp_path / "torch_npu"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(_FAKE[failure] + "\n")
+    r = _run_python("""
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import torch, torch_aclnn
+        import torch_aclnn.npu as npu
+        assert torch_aclnn.__file__.startswith(%r), torch_aclnn.__file__
+        assert not npu.is_available()
+        print("REASON", npu.unavailable_reason())
+        print("WARNED", any("torch_npu is installed but unusable" in str(w.message) for w in caught))
+        print("KERNEL", torch._C._dispatch_has_kernel_for_dispatch_key("torch_aclnn::elu", "PrivateUse1"))
+        x = torch.randn(2, 3)
+        print("CPU", torch.allclose(torch_aclnn.elu(x), torch.nn.functional.elu(x)))
+    """ % ROOT, {}, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"REASON import torch_npu failed: {failure}" in r.stdout, r.stdout
+    assert "WARNED True" in r.stdout and "KERNEL True" in r.stdout and "CPU True" in r.stdout, r.stdout
+
+
+def test_autoload_disabled_defers_the_import(tmp_path):
+    """With TORCH_DEVICE_BACKEND_AUTOLOAD=0, `import torch_aclnn` does not
+    import torch_npu; is_available() tries (guarded) and reports why not.
+    sys.modules['torch_npu'] = None (an import that must fail) is handled too."""
+    r = _run_python("""
+        import sys
+        import torch_aclnn
+        assert "torch_npu" not in sys.modules
+        sys.modules["torch_npu"] = None
+        assert torch_aclnn.npu.is_available() is False
+        print("REASON", torch_aclnn.npu.unavailable_reason())
+    """, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "REASON import torch_npu failed: ModuleNotFoundError" in r.stdout or \
+        "REASON import torch_npu failed: ImportError" in r.stdout, r.stdout
+
+
+def test_check_report_refuses_an_unavailable_npu():
+    from torch_aclnn import __main__ as cli
+    if npu.is_available():
+        pytest.skip("an NPU is available")
+    assert cli.main(["check", "--device", "npu", "--op", "elu"]) == 2
+
+
+# ---------------------------------------------------------------------------
+# On a real Ascend NPU (skipped, with the reason, where there is none).
+
+requires_npu = pytest.mark.skipif(not npu.is_available(),
+                                  reason=f"needs an Ascend NPU with torch_npu ({npu.unavailable_reason()})")
+
+
+@requires_npu
+@pytest.mark.parametrize("name,dtype", OP_DTYPES)
+def test_npu_matches_reference(name, dtype):
+    info = OPS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", _glue.DeviceLimitWarning)
+        for s in info.samples("npu", dtype):
+            got = info.op(*s.args, **s.kwargs)
+            cpu = s.map_tensors(lambda t: t.cpu())
+            ours = info.op(*cpu.args, **cpu.kwargs)
+            assert got.device.type == "npu" and (got.shape, got.dtype) == (ours.shape, ours.dtype), s
+            if got.numel() > 1:
+                assert got.stride() == ours.stride(), s
+            torch.testing.assert_close(got.cpu().double(), info.reference(*cpu.args, **cpu.kwargs),
+                                       check_dtype=False, equal_nan=True, msg=lambda m: f"{s}: {m}",
+                                       **tolerance(dtype))
+
+
+@requires_npu
+@pytest.mark.parametrize("name,index", list(_error_params()))
+def test_npu_contract_errors(name, index):
+    info = OPS[name]
+    e = list(info.errors("npu"))[index]
+    target = info.op if e.overload == "default" else getattr(info.packet, e.overload)
+    with pytest.raises(e.exc, match=rf"^\[torch_aclnn {e.code}\] {name}: .*{e.match}"):
+        target(*e.sample.args, **e.sample.kwargs)
+
+
+@requires_npu
+@pytest.mark.parametrize("mode,name", BACKWARDS)
+def test_npu_split_and_cpu_path(monkeypatch, mode, name):
+    bwd = getattr(ops, name)
+    g = make_tensor((2, 5, 6, 4, 5), torch.float32, "npu")
+    args = ([6, 4, 5], [2, 5, 3, 2, 5])
+    expected = bwd(g.cpu(), *args)
+    monkeypatch.setattr(limits.row(name, "nc_od_oh"), "max", 3 * 6 * 4)
+    torch.testing.assert_close(bwd(g, *args).cpu(), expected, rtol=2e-6, atol=1e-6)
+    monkeypatch.setattr(limits.row(name, "axis_dhw"), "max", 4)
+    with pytest.warns(_glue.DeviceLimitWarning):
+        assert torch.equal(bwd(g, *args).cpu(), expected)
+
+
+@requires_npu
+def test_npu_autograd_and_compile():
+    x = make_tensor((2, 3, 4, 5, 6), torch.float32, "npu", requires_grad=True)
+    y = ops.upsample_nearest3d(x, [8, 10, 12], 2.0, 2.0, 2.0)
+    (g,) = torch.autograd.grad(y.square().sum(), x)
+    xc = x.detach().cpu().requires_grad_(True)
+    (gc,) = torch.autograd.grad(ops.upsample_nearest3d(xc, [8, 10, 12], 2.0, 2.0, 2.0).square().sum(), xc)
+    torch.testing.assert_close(g.cpu(), gc)
+    fn = torch.compile(lambda t: ops.elu(t, 1.0, 1.0, 1.0), fullgraph=True, dynamic=True, backend="aot_eager")
+    torch.testing.assert_close(fn(x).cpu(), ops.elu(x.detach().cpu(), 1.0, 1.0, 1.0))
+
+
+@requires_npu
+def test_npu_check_report():
+    from torch_aclnn import __main__ as cli
+    assert cli.main(["check", "--device", "npu", "--quick"]) == 0
+
+
+@requires_npu
+def test_npu_upsample_backward_deterministic_mode():
+    """With torch.use_deterministic_algorithms(True) (CANN's deterministic
+    mode via torch_npu) repeated backward calls give the same bits."""
+    g = make_tensor((2, 8, 16, 32, 32), torch.float32, "npu")
+    prev = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        runs = [ops.upsample_nearest3d_backward(g, [16, 32, 32], [2, 8, 5, 9, 11]) for _ in range(3)]
+    finally:
+        torch.use_deterministic_algorithms(prev)
+    assert all(torch.equal(runs[0], r) for r in runs[1:])

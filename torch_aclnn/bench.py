@@ -1,0 +1,418 @@
+"""``python -m torch_aclnn bench``: CPU benchmarks of every operator against aten.
+
+For every case in torch_aclnn/bench_cases.py: the torch_aclnn call, the aten
+call a user would otherwise make, and a bandwidth reference are timed in the
+same process, interleaved (rounds of ``Timer.blocked_autorange``, the order
+rotating each round; the reported time is the median of the round medians).
+Reported per case: both times, the ratio aten time / our time (> 1: we are
+faster), achieved GB/s of logical traffic (each tensor read or written once)
+and that as a % of the reference — a plain aten op with the same read:write
+mix (copy_ for 1R+1W, add(out=) for 2R+1W, addcmul(out=) for 3R+1W, sum for
+read-only) on float32 tensors moving the same number of bytes.
+1-element calls measure per-call overhead (reported as our time / aten time).
+
+Output: a markdown table (printed, and written to
+benchmarks/results/<host>-<date>.md), the same data as JSON, and a PNG bar
+chart of the ratios (needs matplotlib). Operators without a CPU kernel in this
+build are skipped with a note. Speed is reported, never asserted: the exit
+status is 0 unless the harness itself fails.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import platform
+import socket
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Optional
+
+import torch
+from torch.utils.benchmark import Timer
+
+from . import bench_cases
+from ._progress import Progress
+from .bench_cases import OPERATORS, Case
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+# size level -> (rounds, blocked_autorange min_run_time per timer and round)
+MODES = {"full": (5, 0.2), "quick": (3, 0.01), "tiny": (1, 0.001)}
+
+
+def _short(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _missing_kernel(case: Case) -> Optional[str]:
+    """Why the case cannot run in this build (None if it can)."""
+    if not hasattr(torch.ops.torch_aclnn, case.op):
+        return f"torch_aclnn::{case.op} is not registered"
+    try:
+        ok = torch._C._dispatch_has_computed_kernel_for_dispatch_key(case.qualname, "CPU")
+    except RuntimeError:
+        ok = False
+    return None if ok else f"{case.qualname} has no CPU kernel in this build"
+
+
+# ---------------------------------------------------------------------------
+# Bandwidth references: a plain aten op with the case's read:write mix.
+
+_REFERENCE_OPS = {
+    (1, 1): "copy_",
+    (2, 1): "torch.add(a, b, out=c)",
+    (3, 1): "torch.addcmul(a, b, c, out=d)",
+    (0, 1): "zero_",
+}
+
+
+def _reference_name(reads: int, writes: int) -> str:
+    if writes == 0:
+        return "sum (read only)"
+    return _REFERENCE_OPS.get((reads, writes), "")
+
+
+def _reference_fn(reads: int, writes: int, nbytes: int):
+    """A callable moving ~nbytes of float32 with the given mix, or None."""
+    if writes == 0:
+        a = torch.ones(max(nbytes // 4, 1))
+        return lambda: a.sum()
+    if (reads, writes) not in _REFERENCE_OPS:
+        return None
+    n = max(nbytes // (4 * (reads + writes)), 1)
+    t = [torch.ones(n) for _ in range(reads + writes)]
+    if reads == 0:
+        return t[0].zero_
+    if reads == 1:
+        return lambda: t[1].copy_(t[0])
+    if reads == 2:
+        return lambda: torch.add(t[0], t[1], out=t[2])
+    return lambda: torch.addcmul(t[0], t[1], t[2], out=t[3])
+
+
+# ---------------------------------------------------------------------------
+# Measurement
+
+def _interleaved(fns: dict, rounds: int, min_run_time: float, threads: int) -> dict:
+    """{name: [median per round]}: each round runs every timer once, the order rotating."""
+    timers = {k: Timer("fn()", globals={"fn": f}, num_threads=threads) for k, f in fns.items()}
+    names = list(timers)
+    out = {k: [] for k in names}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for k in order:
+            out[k].append(timers[k].blocked_autorange(min_run_time=min_run_time).median)
+    return out
+
+
+def _nbytes(t) -> int:
+    return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
+
+
+def _compare(ours, aten, exact: bool) -> str:
+    """'' when the two results agree, else a short note (a sanity check, not a test)."""
+    if not (isinstance(ours, torch.Tensor) and isinstance(aten, torch.Tensor)):
+        return ""
+    if ours.shape != aten.shape or ours.dtype != aten.dtype:
+        return f"results differ: ours {tuple(ours.shape)} {_short(ours.dtype)}, aten {tuple(aten.shape)} " \
+               f"{_short(aten.dtype)}"
+    if exact and ours.dtype == torch.float32:
+        if torch.equal(ours, aten):
+            return ""
+    else:
+        tol = dict(rtol=1e-4, atol=1e-5) if ours.dtype == torch.float32 else dict(rtol=2e-2, atol=1e-2)
+        if torch.allclose(ours.float(), aten.float(), equal_nan=True, **tol):
+            return ""
+    diff = (ours.double() - aten.double()).abs().max().item() if ours.numel() else 0.0
+    return f"results differ from aten{' (not bitwise)' if exact else ''}: max |diff| {diff:.3g}"
+
+
+def _run_case(case: Case, size: str, rounds: int, min_run_time: float, threads: int) -> dict:
+    row = {"op": case.op, "case": case.name, "dtype": _short(case.dtype), "form": case.form, "kind": case.kind,
+           "aten": case.aten_name, "status": "ok", "note": "",
+           "target": {"ratio": case.target_ratio, "pct_of_reference": case.target_pct,
+                      "overhead": case.target_overhead}}
+    why = _missing_kernel(case)
+    if why:
+        row.update(status="skipped", note=why)
+        return row
+    try:
+        setup = case.build(size)
+        r_ours, r_aten = setup.ours(), setup.aten()  # also the warm-up
+        row["note"] = _compare(r_ours, r_aten, setup.exact)
+        read = sum(_nbytes(t) for t in setup.reads)
+        written = _nbytes(r_ours)
+        n_read = sum(1 for t in setup.reads if t.numel() > 1)
+        n_written = int(isinstance(r_ours, torch.Tensor) and r_ours.numel() > 1)
+        del r_ours, r_aten
+        fns = {"ours": setup.ours, "aten": setup.aten}
+        ref = None
+        if case.kind == "throughput":
+            ref = _reference_fn(n_read, n_written, read + written)
+            if ref is not None:
+                ref()
+                fns["reference"] = ref
+        times = _interleaved(fns, rounds, min_run_time, threads)
+    except Exception as e:  # one broken case must not stop the suite
+        row.update(status="error", note=f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
+        return row
+    finally:
+        gc.collect()
+    med = {k: statistics.median(v) for k, v in times.items()}
+    spread = max((max(v) - min(v)) / med[k] for k, v in times.items() if k != "reference")
+    row.update(ours_s=med["ours"], aten_s=med["aten"], ratio=med["aten"] / med["ours"],
+               overhead=med["ours"] / med["aten"], spread_pct=100.0 * spread, rounds=times)
+    if case.kind == "throughput":
+        total = read + written
+        row.update(bytes=total, mix=f"{n_read}R+{n_written}W", ours_gbps=total / med["ours"] / 1e9,
+                   aten_gbps=total / med["aten"] / 1e9)
+        if "reference" in med:
+            row.update(reference=_reference_name(n_read, n_written), reference_gbps=total / med["reference"] / 1e9)
+            row["pct_of_reference"] = 100.0 * row["ours_gbps"] / row["reference_gbps"]
+    row["met"] = _met(row)
+    return row
+
+
+def _met(row: dict) -> Optional[bool]:
+    t = row["target"]
+    checks = []
+    if row["kind"] == "overhead":
+        if t["overhead"] is not None:
+            checks.append(row["overhead"] <= t["overhead"])
+    else:
+        if t["ratio"] is not None:
+            checks.append(row["ratio"] >= t["ratio"])
+        if t["pct_of_reference"] is not None and "pct_of_reference" in row:
+            checks.append(row["pct_of_reference"] >= t["pct_of_reference"])
+    return all(checks) if checks else None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _load() -> Optional[float]:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
+
+
+def run(cases: list, size: str = "full", rounds: Optional[int] = None, min_run_time: Optional[float] = None,
+        threads: Optional[int] = None) -> dict:
+    """Measure ``cases`` at a size level; returns the report as a dict (what the JSON holds)."""
+    from . import _loader, __version__
+
+    d_rounds, d_min = MODES[size]
+    rounds = rounds or d_rounds
+    min_run_time = min_run_time or d_min
+    threads = threads or torch.get_num_threads()
+    meta = {"host": socket.gethostname(), "date": datetime.date.today().isoformat(),
+            "time": datetime.datetime.now().isoformat(timespec="seconds"), "size": size,
+            "sizes": bench_cases.describe_sizes(size), "rounds": rounds, "min_run_time_s": min_run_time,
+            "threads": threads, "cpu": _cpu_model(), "cpus": os.cpu_count(), "torch": torch.__version__,
+            "torch_aclnn": __version__, "cpu_kernels": _loader.cpu_isa,
+            "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(), "load_start": _load()}
+    bar = Progress(len(cases), label="bench")
+    rows = []
+    start = time.monotonic()
+    for case in cases:
+        bar.step(f"{case.op} {_short(case.dtype)} {case.form}")
+        rows.append(_run_case(case, size, rounds, min_run_time, threads))
+    bar.close()
+    meta.update(load_end=_load(), seconds=round(time.monotonic() - start, 1))
+    return {"meta": meta, "cases": rows}
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+def _target_cell(row: dict) -> str:
+    t = row["target"]
+    if row["kind"] == "overhead":
+        return f"<= {t['overhead']:g}x" if t["overhead"] is not None else ""
+    parts = []
+    if t["ratio"] is not None:
+        parts.append(f">= {t['ratio']:g}x")
+    if t["pct_of_reference"] is not None:
+        parts.append(f">= {t['pct_of_reference']:g}%")
+    return ", ".join(parts)
+
+
+def _met_cell(row: dict) -> str:
+    return {True: "yes", False: "**no**", None: ""}[row.get("met")]
+
+
+def markdown(report: dict) -> str:
+    m, rows = report["meta"], report["cases"]
+    out = [f"## torch_aclnn CPU benchmarks — {m['host']}, {m['time']}\n",
+           f"torch {m['torch']}, torch_aclnn {m['torch_aclnn']} (CPU kernels {m['cpu_kernels']}, aten capability "
+           f"{m['aten_cpu_capability']}); {m['cpu']}, {m['cpus']} CPUs, {m['threads']} threads; "
+           f"load average {m['load_start']} at start, {m['load_end']} at end; {m['seconds']} s.",
+           f"Sizes ({m['size']}): {m['sizes']}.",
+           f"Each time is the median of {m['rounds']} interleaved rounds of blocked_autorange "
+           f"(min_run_time {m['min_run_time_s']} s). ratio = aten time / torch_aclnn time (> 1: torch_aclnn is "
+           "faster). GB/s counts each tensor read or written once; ref = a plain aten op with the same "
+           "read:write mix moving the same bytes in float32 (copy_ 1R+1W, add out= 2R+1W, addcmul out= 3R+1W, "
+           "sum read-only), measured in the same rounds. spread = (slowest - fastest round) / median, the larger of "
+           "the two sides: a large spread means a noisy measurement."]
+    cpus = m.get("cpus") or 1
+    if m["load_start"] is not None and max(m["load_start"], m["load_end"] or 0) > 0.5 * cpus:
+        out.append(f"\n**Note:** the machine was busy (load average above {0.5 * cpus:g} on {cpus} CPUs); "
+                   "timings are noisy (multi-threaded kernels wait for preempted threads; `--threads 1` is steadier).")
+    if m["size"] != "full":
+        out.append(f"\n**Note:** {m['size']} run — smaller tensors than the suite's sizes; "
+                   "not the numbers the targets refer to.")
+    thr = [r for r in rows if r["kind"] == "throughput" and r["status"] == "ok"]
+    if thr:
+        out += ["\n### Throughput\n",
+                "| operator | case | dtype | form | aten ms | ours ms | ratio | spread | ours GB/s | aten GB/s | mix "
+                "| ref GB/s | ours % ref | target | met |",
+                "|---|---|---|---|--:|--:|--:|--:|--:|--:|---|--:|--:|---|---|"]
+        for r in thr:
+            ref = f"{r['reference_gbps']:.1f}" if "reference_gbps" in r else "-"
+            pct = f"{r['pct_of_reference']:.0f}%" if "pct_of_reference" in r else "-"
+            out.append(f"| {r['op']} | {r['case']} | {r['dtype']} | {r['form']} | {r['aten_s'] * 1e3:.3f} "
+                       f"| {r['ours_s'] * 1e3:.3f} | {r['ratio']:.2f} | {r['spread_pct']:.0f}% | {r['ours_gbps']:.1f} | {r['aten_gbps']:.1f} "
+                       f"| {r['mix']} | {ref} | {pct} | {_target_cell(r)} | {_met_cell(r)} |")
+    ovh = [r for r in rows if r["kind"] == "overhead" and r["status"] == "ok"]
+    if ovh:
+        out += ["\n### Per-call overhead (1-element tensors; ours/aten = torch_aclnn time / aten time)\n",
+                "| operator | aten call | aten µs | ours µs | ours/aten | spread | target | met |",
+                "|---|---|--:|--:|--:|--:|---|---|"]
+        for r in ovh:
+            out.append(f"| {r['op']} | {r['aten']} | {r['aten_s'] * 1e6:.1f} | {r['ours_s'] * 1e6:.1f} "
+                       f"| {r['overhead']:.2f} | {r['spread_pct']:.0f}% | {_target_cell(r)} | {_met_cell(r)} |")
+    judged = [r for r in rows if r["status"] == "ok" and r.get("met") is not None]
+    missed = [r for r in judged if not r["met"]]
+    slower = [r for r in rows if r["status"] == "ok" and r["ratio"] < 1.0]
+    out.append(f"\n**Targets:** {len(judged) - len(missed)} of {len(judged)} measured cases meet their target. "
+               f"torch_aclnn slower than aten (ratio < 1) in {len(slower)} of "
+               f"{sum(r['status'] == 'ok' for r in rows)} cases.")
+    notes = [r for r in rows if r["status"] == "ok" and r["note"]]
+    if notes:
+        out.append("\n### Result mismatches (sanity check against aten)\n")
+        out += [f"- {r['op']} {r['case']} {r['dtype']} {r['form']}: {r['note']}" for r in notes]
+    skipped = [r for r in rows if r["status"] != "ok"]
+    if skipped:
+        out.append("\n### Not measured\n")
+        seen = set()
+        for r in skipped:
+            key = (r["op"], r["status"]) if r["status"] == "skipped" else id(r)
+            if r["status"] == "skipped" and key in seen:
+                continue
+            seen.add(key)
+            what = r["op"] if r["status"] == "skipped" else f"{r['op']} {r['case']} {r['dtype']} {r['form']}"
+            out.append(f"- {what}: {r['status']} — {r['note']}")
+    return "\n".join(out) + "\n"
+
+
+def chart(report: dict, path: Path) -> Optional[str]:
+    """A PNG bar chart of aten/ours per case; returns a note instead when it cannot."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: no chart (pip install matplotlib)"
+    rows = [r for r in report["cases"] if r["status"] == "ok"]
+    if not rows:
+        return "nothing measured: no chart"
+    labels = [f"{r['op']} · {r['case']} · {r['dtype']} · {r['form']}" for r in rows]
+    values = [r["ratio"] for r in rows]
+    colors = ["#999999" if r.get("met") is None else ("#2e8b57" if r["met"] else "#c0392b") for r in rows]
+    fig, ax = plt.subplots(figsize=(11, 0.28 * len(rows) + 1.6))
+    y = range(len(rows))
+    ax.barh(list(y), values, color=colors)
+    ax.set_yticks(list(y))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    for i, v in zip(y, values):
+        ax.text(v, i, f" {v:.2f}", va="center", fontsize=6)
+    m = report["meta"]
+    ax.set_xlabel("aten time / torch_aclnn time (log scale; > 1: torch_aclnn faster; green: target met, "
+                  "red: missed)")
+    ax.set_title(f"torch_aclnn vs aten — {m['host']} {m['time']} ({m['size']}, {m['threads']} threads)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def _default_out_dir() -> Path:
+    repo = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+    return repo if repo.parent.is_dir() else Path.cwd() / "benchmark-results"
+
+
+def write(report: dict, out_dir: Path) -> dict:
+    """Writes <host>-<date>[-size].{md,json,png}; returns {kind: path or note}."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    m = report["meta"]
+    stem = f"{m['host']}-{m['date']}" + ("" if m["size"] == "full" else f"-{m['size']}")
+    md = out_dir / f"{stem}.md"
+    md.write_text(markdown(report))
+    js = out_dir / f"{stem}.json"
+    js.write_text(json.dumps(report, indent=1) + "\n")
+    png = out_dir / f"{stem}.png"
+    note = chart(report, png)
+    return {"markdown": str(md), "json": str(js), "chart": note or str(png)}
+
+
+# ---------------------------------------------------------------------------
+# CLI
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="~8x smaller tensors and fewer repetitions (< 1 minute)")
+    size.add_argument("--tiny", action="store_true",
+                      help="smoke run: tiny tensors, one round (checks the harness; the numbers mean nothing)")
+    p.add_argument("--op", action="append", metavar="NAME", choices=OPERATORS,
+                   help="only this torch_aclnn operator (repeatable): " + ", ".join(OPERATORS))
+    p.add_argument("--dtype", action="append", choices=sorted(DTYPES), help="only this dtype (repeatable)")
+    p.add_argument("--out", metavar="DIR", type=Path,
+                   help="where the .md/.json/.png go (default: benchmarks/results of the source tree)")
+    p.add_argument("--rounds", type=int, help="interleaved rounds per case (default: 5, quick 3)")
+    p.add_argument("--min-run-time", type=float, help="blocked_autorange min_run_time per timer and round")
+    p.add_argument("--threads", type=int, help="torch threads (default: torch.get_num_threads())")
+
+
+def select(ops=None, dtypes=None) -> list:
+    return [c for c in bench_cases.all_cases()
+            if (not ops or c.op in ops) and (not dtypes or _short(c.dtype) in dtypes)]
+
+
+def main(args: argparse.Namespace) -> int:
+    size = "quick" if args.quick else "tiny" if args.tiny else "full"
+    cases = select(args.op, args.dtype)
+    if not cases:
+        print("no benchmark case matches the given --op/--dtype", file=sys.stderr)
+        return 2
+    missing = sorted({c.op for c in cases if _missing_kernel(c) and c.overload == "default"})
+    for op in missing:
+        print(f"note: skipping {op}: no CPU kernel for torch_aclnn::{op} in this build", file=sys.stderr)
+    try:
+        report = run(cases, size, args.rounds, args.min_run_time, args.threads)
+        text = markdown(report)
+        files = write(report, args.out or _default_out_dir())
+    except Exception:
+        traceback.print_exc()
+        return 1
+    print(text)
+    for kind, where in files.items():
+        print(f"{kind}: {where}")
+    return 0

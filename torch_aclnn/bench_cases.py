@@ -1,0 +1,331 @@
+"""The benchmark cases of ``python -m torch_aclnn bench`` (the harness is torch_aclnn/bench.py).
+
+Each :class:`Case` pairs one torch_aclnn call with the aten call a user would
+otherwise make, on the same tensors. ``build(size)`` creates the tensors for a
+size level ("full": the sizes issue 6 names, "quick": about 8x smaller,
+"tiny": smoke-test sizes whose timings mean nothing) and returns a
+:class:`Setup`: the two callables and the tensors each reads, from which the
+harness derives the logical traffic (each tensor read or written once) and
+the read:write mix of the bandwidth reference.
+
+Adding a case: append it in :func:`all_cases`; give it the issue's target if
+it has one (``target_ratio`` = aten time / our time, ``target_pct`` = % of the
+bandwidth reference, ``target_overhead`` = our time / aten time for 1-element
+calls).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+import torch.nn.functional as F
+
+_ours = torch.ops.torch_aclnn
+_aten = torch.ops.aten
+
+# Sizes per level. "quick" shrinks every volume by ~8x.
+UPSAMPLE_INPUT = {"full": (2, 16, 32, 64, 64), "quick": (2, 16, 16, 32, 32), "tiny": (1, 2, 4, 8, 8)}
+ELEMENTWISE_NUMEL = {"full": 32 * 2**20, "quick": 4 * 2**20, "tiny": 4096}
+UNPOOL_INPUT = {"full": (2, 32, 32, 64, 64), "quick": (2, 32, 16, 32, 32), "tiny": (1, 2, 4, 8, 8)}
+
+CL3D = torch.channels_last_3d
+
+
+def describe_sizes(size: str) -> str:
+    """The tensor sizes of a size level, for the report header."""
+    n = ELEMENTWISE_NUMEL[size]
+    numel = f"{n // 2**20}M" if n >= 2**20 else str(n)
+    return (f"upsample: input (grad_input) {tuple(UPSAMPLE_INPUT[size])}; elu, smooth_l1: {numel} elements; "
+            f"max_unpool3d: 2x2x2 pooling of {tuple(UNPOOL_INPUT[size])}; overhead: 1 element")
+
+
+@dataclass
+class Setup:
+    ours: Callable[[], object]
+    aten: Callable[[], object]
+    reads: list                 # tensors the call reads (each counted once); written = the result
+    exact: bool = False         # results must be bitwise equal (else: close)
+
+
+@dataclass
+class Case:
+    op: str                     # torch_aclnn operator name (what --op selects)
+    name: str                   # the variant, e.g. "scale 2 NCDHW"
+    dtype: torch.dtype
+    form: str                   # "functional" or "out="
+    build: Callable[[str], Setup]
+    overload: str = "default"   # our overload the case needs ("grad_input" for out=)
+    kind: str = "throughput"    # or "overhead" (1-element call: per-call cost)
+    aten_name: str = ""         # what the aten side calls, for the report
+    target_ratio: Optional[float] = None
+    target_pct: Optional[float] = None
+    target_overhead: Optional[float] = None
+
+    @property
+    def qualname(self) -> str:
+        return f"torch_aclnn::{self.op}" + ("" if self.overload == "default" else f".{self.overload}")
+
+
+def _name(packet) -> str:
+    return "aten." + packet._qualified_op_name.split("::")[1]
+
+
+def _randn(shape, dtype, channels_last=False):
+    t = torch.randn(shape, dtype=torch.float32)
+    if channels_last:
+        t = t.contiguous(memory_format=CL3D)
+    return t.to(dtype)
+
+
+def _empty(shape, dtype, channels_last=False):
+    return torch.empty(shape, dtype=dtype, memory_format=CL3D if channels_last else torch.contiguous_format)
+
+
+# ---------------------------------------------------------------------------
+# upsample_nearest3d / upsample_nearest_exact3d (spec §1, §2)
+
+_UPSAMPLE = {
+    "nearest": ("upsample_nearest3d", _aten.upsample_nearest3d, _aten.upsample_nearest3d_backward),
+    "nearest-exact": ("upsample_nearest_exact3d", _aten._upsample_nearest_exact3d,
+                      _aten._upsample_nearest_exact3d_backward),
+}
+
+
+def _upsample_backward(mode, scale, channels_last, dtype, out_form):
+    fwd, _, aten_bwd = _UPSAMPLE[mode]
+
+    def build(size):
+        ours = getattr(_ours, f"{fwd}_backward")
+        input_size = list(UPSAMPLE_INPUT[size])
+        output_size = [math.floor(s * scale) for s in input_size[2:]]
+        scales = (scale,) * 3
+        go = _randn(input_size[:2] + output_size, dtype, channels_last)
+        if not out_form:
+            return Setup(lambda: ours(go, output_size, input_size, *scales),
+                         lambda: aten_bwd(go, output_size, input_size, *scales), [go], exact=dtype == torch.float32)
+        gi_ours = _empty(input_size, dtype, channels_last)
+        gi_aten = _empty(input_size, dtype, channels_last)
+        return Setup(lambda: (ours.grad_input(go, output_size, input_size, *scales, grad_input=gi_ours), gi_ours)[1],
+                     lambda: aten_bwd.grad_input(go, output_size, input_size, *scales, grad_input=gi_aten),
+                     [go], exact=dtype == torch.float32)
+    return build
+
+
+def _upsample_forward(mode, scale, channels_last, dtype):
+    fwd, aten_fwd, _ = _UPSAMPLE[mode]
+
+    def build(size):
+        ours = getattr(_ours, fwd)
+        input_size = list(UPSAMPLE_INPUT[size])
+        output_size = [math.floor(s * scale) for s in input_size[2:]]
+        scales = (scale,) * 3
+        x = _randn(input_size, dtype, channels_last)
+        return Setup(lambda: ours(x, output_size, *scales), lambda: aten_fwd(x, output_size, *scales), [x],
+                     exact=True)
+    return build
+
+
+def _upsample_cases():
+    cases = []
+    configs = [("nearest", 2.0, False), ("nearest", 2.0, True), ("nearest", 1.5, False), ("nearest", 0.5, False),
+               ("nearest-exact", 2.0, False), ("nearest-exact", 1.5, False)]
+    for dtype in (torch.float32, torch.bfloat16):
+        for mode, scale, cl in configs:
+            fwd, aten_fwd, aten_bwd = _UPSAMPLE[mode]
+            name = f"scale {scale:g} {'channels_last_3d' if cl else 'NCDHW'}"
+            # issue 6 targets (aten time / ours)
+            if mode == "nearest":
+                ratio = (3.0 if scale == 2.0 else 2.0) if dtype == torch.float32 else 2.0
+            else:
+                ratio = 4.0 if dtype == torch.float32 else 1.0
+            pct = 70.0 if scale == 2.0 else None
+            for out_form in (False, True):
+                cases.append(Case(f"{fwd}_backward", name, dtype, "out=" if out_form else "functional",
+                                  _upsample_backward(mode, scale, cl, dtype, out_form),
+                                  overload="grad_input" if out_form else "default",
+                                  aten_name=_name(aten_bwd)
+                                            + (".grad_input" if out_form else ""),
+                                  target_ratio=ratio, target_pct=pct))
+            cases.append(Case(fwd, name, dtype, "functional", _upsample_forward(mode, scale, cl, dtype),
+                              aten_name=_name(aten_fwd), target_ratio=1.0))
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# elu (spec §3)
+
+def _elu_cases():
+    cases = []
+    alpha = scale = input_scale = 1.0
+    for dtype in (torch.float32, torch.bfloat16):
+        def fwd(size, dtype=dtype):
+            x = _randn(ELEMENTWISE_NUMEL[size], dtype)
+            return Setup(lambda: _ours.elu(x, alpha, scale, input_scale), lambda: F.elu(x, alpha), [x])
+        cases.append(Case("elu", "alpha=1", dtype, "functional", fwd, aten_name="F.elu", target_ratio=1.0))
+        for out_form in (False, True):
+            def bwd(size, dtype=dtype, out_form=out_form):
+                go = _randn(ELEMENTWISE_NUMEL[size], dtype)
+                x = _randn(ELEMENTWISE_NUMEL[size], dtype)
+                args = (go, alpha, scale, input_scale, False, x)
+                if not out_form:
+                    return Setup(lambda: _ours.elu_backward(*args), lambda: _aten.elu_backward(*args), [go, x])
+                o1, o2 = torch.empty_like(go), torch.empty_like(go)
+                return Setup(lambda: (_ours.elu_backward.grad_input(*args, grad_input=o1), o1)[1],
+                             lambda: _aten.elu_backward.grad_input(*args, grad_input=o2), [go, x])
+            cases.append(Case("elu_backward", "is_result=False", dtype,
+                              "out=" if out_form else "functional", bwd,
+                              overload="grad_input" if out_form else "default",
+                              aten_name="aten.elu_backward" + (".grad_input" if out_form else ""),
+                              target_ratio=1.0, target_pct=85.0 if out_form else None))
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# smooth_l1_loss (spec §4)
+
+_REDUCTIONS = {"none": 0, "mean": 1}
+
+
+def _smooth_l1_cases():
+    cases = []
+    beta = 1.0
+    for dtype in (torch.float32, torch.bfloat16):
+        for rname, red in _REDUCTIONS.items():
+            def fwd(size, dtype=dtype, rname=rname, red=red):
+                a = _randn(ELEMENTWISE_NUMEL[size], dtype)
+                b = _randn(ELEMENTWISE_NUMEL[size], dtype)
+                return Setup(lambda: _ours.smooth_l1_loss(a, b, red, beta),
+                             lambda: F.smooth_l1_loss(a, b, reduction=rname, beta=beta), [a, b])
+            cases.append(Case("smooth_l1_loss", rname, dtype, "functional", fwd,
+                              aten_name="F.smooth_l1_loss", target_ratio=1.0))
+            for out_form in (False, True):
+                def bwd(size, dtype=dtype, red=red, out_form=out_form):
+                    n = ELEMENTWISE_NUMEL[size]
+                    go = _randn(n, dtype) if red == 0 else torch.tensor(1.0, dtype=dtype)
+                    a, b = _randn(n, dtype), _randn(n, dtype)
+                    args = (go, a, b, red, beta)
+                    if not out_form:
+                        return Setup(lambda: _ours.smooth_l1_loss_backward(*args),
+                                     lambda: _aten.smooth_l1_loss_backward(*args), [go, a, b])
+                    o1, o2 = torch.empty_like(a), torch.empty_like(a)
+                    return Setup(lambda: (_ours.smooth_l1_loss_backward.grad_input(*args, grad_input=o1), o1)[1],
+                                 lambda: _aten.smooth_l1_loss_backward.grad_input(*args, grad_input=o2),
+                                 [go, a, b])
+                cases.append(Case("smooth_l1_loss_backward", rname, dtype,
+                                  "out=" if out_form else "functional", bwd,
+                                  overload="grad_input" if out_form else "default",
+                                  aten_name="aten.smooth_l1_loss_backward" + (".grad_input" if out_form else ""),
+                                  target_ratio=1.0, target_pct=85.0 if out_form else None))
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# max_unpool3d (spec §5): a 2x2x2 max pooling's indices
+
+def _pooled(size, dtype):
+    x = _randn(UNPOOL_INPUT[size], dtype)
+    pooled, indices = F.max_pool3d(x, 2, return_indices=True)
+    return pooled, indices, list(UNPOOL_INPUT[size][2:])
+
+
+def _max_unpool_cases():
+    cases = []
+    stride, padding = [2, 2, 2], [0, 0, 0]
+    for dtype in (torch.float32, torch.bfloat16):
+        def fwd(size, dtype=dtype):
+            pooled, idx, osz = _pooled(size, dtype)
+            return Setup(lambda: _ours.max_unpool3d(pooled, idx, osz, stride, padding),
+                         lambda: F.max_unpool3d(pooled, idx, 2, output_size=osz), [pooled, idx], exact=True)
+        cases.append(Case("max_unpool3d", "2x2x2 pooling", dtype, "functional", fwd,
+                          aten_name="F.max_unpool3d", target_ratio=1.0))
+        for out_form in (False, True):
+            def bwd(size, dtype=dtype, out_form=out_form):
+                pooled, idx, osz = _pooled(size, dtype)
+                go = _randn(UNPOOL_INPUT[size], dtype)
+                go_flat, idx_flat = go.flatten(-3), idx.flatten(-3)
+                if not out_form:
+                    return Setup(lambda: _ours.max_unpool3d_backward(go, pooled, idx, osz, stride, padding),
+                                 lambda: go_flat.gather(-1, idx_flat).view(pooled.shape), [go, idx], exact=True)
+                o1, o2 = torch.empty_like(pooled), torch.empty_like(pooled)
+                o2_flat = o2.flatten(-3)
+                return Setup(lambda: (_ours.max_unpool3d_backward.grad_input(go, pooled, idx, osz, stride, padding,
+                                                                            grad_input=o1), o1)[1],
+                             lambda: (torch.gather(go_flat, -1, idx_flat, out=o2_flat), o2)[1], [go, idx],
+                             exact=True)
+            cases.append(Case("max_unpool3d_backward", "2x2x2 pooling", dtype,
+                              "out=" if out_form else "functional", bwd,
+                              overload="grad_input" if out_form else "default",
+                              aten_name="grad.flatten(-3).gather(-1, indices.flatten(-3))"
+                                        + (" out=" if out_form else ""),
+                              target_ratio=1.5))
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# 1-element calls: per-call overhead (our time / aten time)
+
+def _overhead_cases():
+    f32 = torch.float32
+    one5 = [1, 1, 1, 1, 1]
+
+    def ups(fwd, aten_fwd, aten_bwd):
+        def f(size):
+            x = torch.randn(one5)
+            return Setup(lambda: getattr(_ours, fwd)(x, [1, 1, 1]), lambda: aten_fwd(x, [1, 1, 1]), [x])
+
+        def b(size):
+            g = torch.randn(one5)
+            return Setup(lambda: getattr(_ours, f"{fwd}_backward")(g, [1, 1, 1], one5),
+                         lambda: aten_bwd(g, [1, 1, 1], one5), [g])
+        return [(fwd, f, _name(aten_fwd)),
+                (f"{fwd}_backward", b, _name(aten_bwd))]
+
+    def elu(size):
+        x = torch.randn(1)
+        return Setup(lambda: _ours.elu(x, 1.0, 1.0, 1.0), lambda: F.elu(x), [x])
+
+    def elu_b(size):
+        g, x = torch.randn(1), torch.randn(1)
+        return Setup(lambda: _ours.elu_backward(g, 1.0, 1.0, 1.0, False, x),
+                     lambda: _aten.elu_backward(g, 1.0, 1.0, 1.0, False, x), [g, x])
+
+    def sl1(size):
+        a, b = torch.randn(1), torch.randn(1)
+        return Setup(lambda: _ours.smooth_l1_loss(a, b, 1, 1.0), lambda: F.smooth_l1_loss(a, b), [a, b])
+
+    def sl1_b(size):
+        g, a, b = torch.tensor(1.0), torch.randn(1), torch.randn(1)
+        return Setup(lambda: _ours.smooth_l1_loss_backward(g, a, b, 1, 1.0),
+                     lambda: _aten.smooth_l1_loss_backward(g, a, b, 1, 1.0), [g, a, b])
+
+    def unpool(size):
+        x, idx = torch.randn(one5), torch.zeros(one5, dtype=torch.int64)
+        return Setup(lambda: _ours.max_unpool3d(x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+                     lambda: F.max_unpool3d(x, idx, 1, output_size=[1, 1, 1]), [x, idx])
+
+    def unpool_b(size):
+        g, x, idx = torch.randn(one5), torch.randn(one5), torch.zeros(one5, dtype=torch.int64)
+        return Setup(lambda: _ours.max_unpool3d_backward(g, x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+                     lambda: g.flatten(-3).gather(-1, idx.flatten(-3)).view(x.shape), [g, idx])
+
+    entries = (ups("upsample_nearest3d", _aten.upsample_nearest3d, _aten.upsample_nearest3d_backward)
+               + ups("upsample_nearest_exact3d", _aten._upsample_nearest_exact3d,
+                     _aten._upsample_nearest_exact3d_backward)
+               + [("elu", elu, "F.elu"), ("elu_backward", elu_b, "aten.elu_backward"),
+                  ("smooth_l1_loss", sl1, "F.smooth_l1_loss (mean)"),
+                  ("smooth_l1_loss_backward", sl1_b, "aten.smooth_l1_loss_backward (mean)"),
+                  ("max_unpool3d", unpool, "F.max_unpool3d"),
+                  ("max_unpool3d_backward", unpool_b, "gather")])
+    return [Case(op, "1 element", f32, "functional", build, kind="overhead", aten_name=aten, target_overhead=1.5)
+            for op, build, aten in entries]
+
+
+def all_cases() -> list[Case]:
+    return _upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _overhead_cases()
+
+
+OPERATORS = ("upsample_nearest3d", "upsample_nearest3d_backward", "upsample_nearest_exact3d",
+             "upsample_nearest_exact3d_backward", "elu", "elu_backward", "smooth_l1_loss",
+             "smooth_l1_loss_backward", "max_unpool3d", "max_unpool3d_backward")

@@ -1,0 +1,133 @@
+"""What every family's NPU glue shares: validation through the Meta kernels,
+results in the layout every backend produces, the CPU path for inputs beyond
+a device limit, and the registration of PrivateUse1 kernels.
+
+Each PrivateUse1 kernel follows the same steps:
+
+1. ``validate``: run the operator on meta copies of the arguments (same
+   sizes, strides and dtypes, no data). That executes the C++ Meta kernel,
+   i.e. the shared contract in csrc/contracts/<family>.h, so the NPU raises
+   exactly the contract errors of every other backend, before touching the
+   device. The meta result gives the result's shape, dtype and strides.
+2. Empty input: the result without a device call (aclnn kernels do not
+   support empty tensors).
+3. ``limits.beyond_split``: an input beyond what splitting fixes goes to
+   ``cpu_path`` (torch_aclnn's CPU kernel on CPU copies, one-time warning).
+4. The torch_npu aten operator that reaches the aclnn kernel, split along
+   N*C where a per-call limit requires it, then the family's corrections.
+5. ``conform``: the result in the meta result's layout.
+
+The kernels only use aten operators, so with CPU tensors (the tests redispatch
+to PrivateUse1 with CPU tensors) the same code runs against aten's CPU kernels.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+import torch
+
+from . import limits
+
+_LIB = torch.library.Library("torch_aclnn", "IMPL")
+
+# name (with overload, as in the schema) -> the Python kernel registered for PrivateUse1.
+KERNELS: dict = {}
+
+
+class DeviceLimitWarning(UserWarning):
+    """An input beyond an Ascend kernel's limit was computed on the CPU."""
+
+
+_warned: set = set()
+
+
+def register(name: str, fn: Callable) -> None:
+    """Registers ``fn`` as the PrivateUse1 kernel of ``torch_aclnn::<name>``.
+    The key is "PrivateUse1" (torch_npu renames the backend to "npu" only when
+    it is imported, which may be later or never)."""
+    _LIB.impl(name, fn, "PrivateUse1")
+    KERNELS[name] = fn
+
+
+def meta(x):
+    """A meta tensor with x's sizes, strides and dtype (non-tensors as they are)."""
+    if isinstance(x, torch.Tensor):
+        return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device="meta")
+    return x
+
+
+def validate(overload, *args, **kwargs) -> torch.Tensor:
+    """Runs the contract (the C++ Meta kernel) on meta copies; returns the meta result."""
+    return overload(*[meta(a) for a in args], **{k: meta(v) for k, v in kwargs.items()})
+
+
+def like(m: torch.Tensor, device) -> torch.Tensor:
+    """An uninitialised tensor with the meta result's sizes, strides and dtype on ``device``."""
+    return torch.empty_strided(m.size(), m.stride(), dtype=m.dtype, device=device)
+
+
+def conform(result: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """``result`` in the layout (and dtype) every backend produces, copying only if needed."""
+    if result.dtype == m.dtype and result.size() == m.size() and (
+            result.numel() <= 1 or result.stride() == m.stride()):
+        return result
+    out = like(m, result.device)
+    out.copy_(result)
+    return out
+
+
+def warn_once(op: str, limit: limits.Limit, device) -> None:
+    key = (op, limit.key)
+    if key in _warned:
+        return
+    _warned.add(key)
+    warnings.warn(
+        f"torch_aclnn.{op}: input beyond the Ascend kernel's limit '{limit.text}' (source: {limit.source}); "
+        f"computed through torch_aclnn's CPU kernel and copied back to {device}. "
+        "Shown once per operator and limit.", DeviceLimitWarning, stacklevel=4)
+
+
+def _cpu(x):
+    return x.detach().cpu() if isinstance(x, torch.Tensor) else x
+
+
+def cpu_path(op: str, limit: limits.Limit, overload, device, *args, **kwargs) -> torch.Tensor:
+    """Computes the call with torch_aclnn's CPU kernel on CPU copies and
+    returns the result on ``device`` (same layout: the CPU kernels produce the
+    layout the Meta kernels describe)."""
+    warn_once(op, limit, device)
+    result = overload(*[_cpu(a) for a in args], **{k: _cpu(v) for k, v in kwargs.items()})
+    return result.to(device)
+
+
+def plane_chunks(N: int, C: int, per_call: int):
+    """Splits the N x C (n, c) planes into calls of at most ``per_call``
+    planes, each a rectangle [n0:n1, c0:c1] (whole C rows where they fit,
+    else part of one n's channels). Yields (n0, n1, c0, c1)."""
+    if N * C <= per_call:
+        yield 0, N, 0, C
+        return
+    if C <= per_call:
+        step = per_call // C
+        for n0 in range(0, N, step):
+            yield n0, min(N, n0 + step), 0, C
+        return
+    for n in range(N):
+        for c0 in range(0, C, per_call):
+            yield n, n + 1, c0, min(C, c0 + per_call)
+
+
+def out_variant(functional: Callable, out_overload, out_name: str = "grad_input") -> Callable:
+    """The PrivateUse1 kernel of an out= overload: the contract (including its
+    rules on the out tensor) on meta copies, then the functional kernel, then
+    a copy into the out tensor (dtype widening included)."""
+
+    def kernel(*args, **kwargs):
+        out = kwargs[out_name]
+        validate(out_overload, *args, **kwargs)
+        rest = {k: v for k, v in kwargs.items() if k != out_name}
+        out.copy_(functional(*args, **rest))  # the schema returns ()
+
+    kernel.__name__ = f"{getattr(functional, '__name__', 'kernel')}_out"
+    return kernel

@@ -1,0 +1,92 @@
+"""NPU glue of the ELU family (spec §3).
+
+torch_npu's aten kernels (op-plugin op_plugin/ops/opapi/EluKernelNpuOpApi.cpp,
+EluBackwardKernelNpuOpApi.cpp) call aclnnElu / aclnnEluBackward.
+
+Corrections (where aclnn and the spec differ):
+  * elu with a non-finite alpha or input_scale: aclnnElu then computes
+    ``scale * threshold(x, 0, -alpha)`` instead of the formula
+    (ops-nn activation/elu/op_api/aclnn_elu.cpp, NeedInfNanHandling), which
+    is the formula's limit only for input_scale = +inf and x < 0 (x == 0,
+    input_scale = -inf or NaN give other numbers than the spec's). The glue
+    evaluates the spec's formula with aten elementwise operators on the
+    device instead, in float32 for half/bfloat16.
+  * half/bfloat16: aclnnElu / aclnnEluBackward run Elu / EluGradV2 in the
+    input dtype; whether they widen internally is not documented. The spec
+    computes in float32 and rounds once, so the glue calls them in float32
+    for half/bfloat16 and rounds the result.
+Device limits (torch_aclnn/npu/limits.py): float64 goes to the CPU kernel
+(aclnnEluBackward has no DOUBLE; aclnnElu takes the parameters as float32).
+Empty input returns without a device call.
+"""
+from __future__ import annotations
+
+import math
+import types
+
+import torch
+
+from . import _glue, limits
+
+_ops = torch.ops.torch_aclnn
+_aten = torch.ops.aten
+
+ATEN_FORWARD = _aten.elu.default
+ATEN_BACKWARD = _aten.elu_backward.default
+
+
+def _geometry(t: torch.Tensor):
+    return types.SimpleNamespace(dtype=t.dtype, ndim=t.dim())
+
+
+def _finite(v) -> bool:
+    return math.isfinite(float(v))
+
+
+def _opmath(dtype):
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _elu_formula(self, alpha, scale, input_scale):
+    """The spec's elu with aten elementwise operators (x == 0 and NaN take
+    the negative branch), computed in float32 for half/bfloat16."""
+    opmath = _opmath(self.dtype)
+    x = self.to(opmath)
+    negcoef = torch.tensor(float(alpha), dtype=opmath, device=x.device) * float(scale)
+    neg = torch.expm1(x * float(input_scale)) * negcoef
+    return torch.where(x > 0, x * float(scale), neg).to(self.dtype)
+
+
+def elu_kernel(self, alpha=1, scale=1, input_scale=1):
+    op = "elu"
+    overload = _ops.elu.default
+    m = _glue.validate(overload, self, alpha, scale, input_scale)
+    if self.numel() == 0:
+        return _glue.like(m, self.device)
+    beyond = limits.beyond_split(op, _geometry(self))
+    if beyond is not None:
+        return _glue.cpu_path(op, beyond, overload, self.device, self, alpha, scale, input_scale)
+    if not (_finite(alpha) and _finite(input_scale)):
+        return _glue.conform(_elu_formula(self, alpha, scale, input_scale), m)
+    opmath = _opmath(self.dtype)
+    return _glue.conform(ATEN_FORWARD(self.to(opmath), alpha, scale, input_scale).to(self.dtype), m)
+
+
+def elu_backward_kernel(grad_output, alpha, scale, input_scale, is_result, self_or_result):
+    op = "elu_backward"
+    overload = _ops.elu_backward.default
+    m = _glue.validate(overload, grad_output, alpha, scale, input_scale, is_result, self_or_result)
+    if grad_output.numel() == 0:
+        return _glue.like(m, grad_output.device)
+    beyond = limits.beyond_split(op, _geometry(grad_output))
+    if beyond is not None:
+        return _glue.cpu_path(op, beyond, overload, grad_output.device, grad_output, alpha, scale, input_scale,
+                              is_result, self_or_result)
+    opmath = _opmath(grad_output.dtype)
+    result = ATEN_BACKWARD(grad_output.to(opmath), alpha, scale, input_scale, is_result, self_or_result.to(opmath))
+    return _glue.conform(result.to(grad_output.dtype), m)
+
+
+_glue.register("elu", elu_kernel)
+_glue.register("elu_backward", elu_backward_kernel)
+_glue.register("elu_backward.grad_input", _glue.out_variant(elu_backward_kernel, _ops.elu_backward.grad_input))
