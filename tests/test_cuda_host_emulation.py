@@ -1,15 +1,18 @@
 """The CUDA kernels' per-element code, run on the host (no GPU needed).
 
 csrc/cuda/<family>.cuh holds what one CUDA thread computes for one element
-(C10_HOST_DEVICE, no CUDA built-ins). tests/cuda_host/<family>.cpp, built
-here with the host compiler, runs that code for every element with the same
-launch set-up as the kernels, in both index widths (32-bit with fast
-division, 64-bit) and both walk orders (NCDHW, NDHWC). The results must
-equal the CPU kernels' bit for bit.
+(C10_HOST_DEVICE; atomics only behind __CUDA_ARCH__, with a sequential host
+form). tests/cuda_host/<family>.h, built here with the host compiler (one
+module, tests/cuda_host/module.cpp), runs that code for every element with
+the launch set-up of the kernels, in both index widths (32-bit with fast
+division, 64-bit) and every walk order the kernels take. The results must
+equal the CPU kernels' (or, for the ELU functors, aten's scalar CPU
+formula's) bit for bit.
 
 Not covered here (a GPU run of the generic tests covers it): the launches
-(grid, stream, guard), the dispatch and out= plumbing of csrc/cuda/*.cu, and
-device arithmetic differing from the host's.
+(grid, stream, guard), the dispatch and out= plumbing of csrc/cuda/*.cu, the
+elementwise driver's vector and strided paths, the smooth_l1 reduction, and
+device arithmetic differing from the host's (CUDA's exp/expm1).
 """
 import os
 import random
@@ -25,12 +28,14 @@ from torch_aclnn.testing.upsample import source_indices
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _build(family):
-    build_dir = os.path.join(ROOT, "build", "cuda_host_emulation", family)
+@pytest.fixture(scope="module")
+def emulation():
+    """tests/cuda_host/module.cpp, built once with the host compiler."""
+    build_dir = os.path.join(ROOT, "build", "cuda_host_emulation")
     os.makedirs(build_dir, exist_ok=True)
     return cpp_extension.load(
-        name=f"torch_aclnn_cuda_host_{family}",
-        sources=[os.path.join(ROOT, "tests", "cuda_host", f"{family}.cpp")],
+        name="torch_aclnn_cuda_host_emulation",
+        sources=[os.path.join(ROOT, "tests", "cuda_host", "module.cpp")],
         extra_include_paths=[os.path.join(ROOT, "csrc")],
         extra_cflags=["-std=c++20", "-O1", "-Wno-unknown-pragmas"],
         build_directory=build_dir,
@@ -39,8 +44,8 @@ def _build(family):
 
 
 @pytest.fixture(scope="module")
-def upsample():
-    return _build("upsample")
+def upsample(emulation):
+    return emulation.upsample
 
 
 EXACT = {"upsample_nearest3d": False, "upsample_nearest3d_backward": False,
@@ -134,8 +139,8 @@ def test_upsample_window_table(upsample):
 # (negative branch), not aten's scalar loop.
 
 @pytest.fixture(scope="module")
-def elu():
-    return _build("elu")
+def elu(emulation):
+    return emulation.elu
 
 
 def _strided(t):
@@ -173,8 +178,8 @@ def test_elu_functors(elu, dtype):
 # the 'none' loss and grad_input equal the CPU kernels' bit for bit.
 
 @pytest.fixture(scope="module")
-def smooth_l1():
-    return _build("smooth_l1")
+def smooth_l1(emulation):
+    return emulation.smooth_l1
 
 
 @pytest.mark.parametrize("dtype", FLOATING, ids=str)
@@ -206,8 +211,8 @@ def test_smooth_l1_functors(smooth_l1, dtype):
 # walk order the kernels can take and both index widths.
 
 @pytest.fixture(scope="module")
-def max_unpool():
-    return _build("max_unpool")
+def max_unpool(emulation):
+    return emulation.max_unpool
 
 
 @pytest.mark.parametrize("dtype", OPS["max_unpool3d"].dtypes, ids=str)

@@ -1,12 +1,14 @@
 // Runs the per-element functors of the CUDA ELU kernels (csrc/cuda/elu.cuh)
 // on the host over contiguous CPU tensors. tests/test_cuda_host_emulation.py
 // compares them with aten's scalar CPU formula.
+// Included once, by tests/cuda_host/module.cpp.
+#pragma once
+
 #include "cuda/elu.cuh"
 
 #include <ATen/Dispatch.h>
-#include <torch/extension.h>
 
-namespace {
+namespace host_elu {
 
 using namespace torch_aclnn::elu;
 using namespace torch_aclnn::elu::kernels;
@@ -44,9 +46,10 @@ at::Tensor backward(const at::Tensor& grad_output, double alpha, double scale, d
   return out;
 }
 
-}  // namespace
+}  // namespace host_elu
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+inline void register_elu(pybind11::module_& m) {
+  using namespace host_elu;
   m.def("forward", &forward);
   m.def("backward", &backward);
 }

@@ -2,12 +2,14 @@
 // (csrc/cuda/smooth_l1.cuh) on the host over contiguous CPU tensors of one
 // shape and dtype. tests/test_cuda_host_emulation.py compares them with the
 // CPU kernels.
+// Included once, by tests/cuda_host/module.cpp.
+#pragma once
+
 #include "cuda/smooth_l1.cuh"
 
 #include <ATen/Dispatch.h>
-#include <torch/extension.h>
 
-namespace {
+namespace host_smooth_l1 {
 
 using namespace torch_aclnn::smooth_l1::kernels;
 
@@ -43,9 +45,10 @@ at::Tensor grad(const at::Tensor& grad_output, const at::Tensor& self, const at:
   return out;
 }
 
-}  // namespace
+}  // namespace host_smooth_l1
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+inline void register_smooth_l1(pybind11::module_& m) {
+  using namespace host_smooth_l1;
   m.def("loss_none", &loss_none);
   m.def("grad", &grad);
 }

@@ -3,16 +3,18 @@
 // launch set-up the kernels get (make_axes, walk_of, strides_of, the window
 // table). tests/test_cuda_host_emulation.py compares the results with the
 // CPU kernels. Built with the host compiler: no CUDA toolkit or GPU needed.
+// Included once, by tests/cuda_host/module.cpp.
+#pragma once
+
 #include "cuda/upsample.cuh"
 
 #include <ATen/Dispatch.h>
-#include <torch/extension.h>
 
 #include <optional>
 #include <type_traits>
 #include <vector>
 
-namespace {
+namespace host_upsample {
 
 using namespace torch_aclnn::upsample;
 using namespace torch_aclnn::upsample::kernels;
@@ -116,9 +118,10 @@ at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_s
   return gi;
 }
 
-}  // namespace
+}  // namespace host_upsample
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+inline void register_upsample(pybind11::module_& m) {
+  using namespace host_upsample;
   m.def("forward", &forward);
   m.def("backward", &backward);
   m.def("window_table", &window_table);

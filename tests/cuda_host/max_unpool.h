@@ -4,16 +4,18 @@
 // buffer, flag). Returns the result and the flag (the smallest logical
 // position of an out-of-range index, or kNone).
 // tests/test_cuda_host_emulation.py compares with the CPU kernels.
+// Included once, by tests/cuda_host/module.cpp.
+#pragma once
+
 #include "cuda/max_unpool.cuh"
 
-#include <torch/extension.h>
 
 #include <limits>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 
-namespace {
+namespace host_max_unpool {
 
 using namespace torch_aclnn::max_unpool;
 using namespace torch_aclnn::max_unpool::kernels;
@@ -115,9 +117,10 @@ std::tuple<at::Tensor, int64_t> backward(const at::Tensor& grad_output_, const a
   return {gi, flag};
 }
 
-}  // namespace
+}  // namespace host_max_unpool
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+inline void register_max_unpool(pybind11::module_& m) {
+  using namespace host_max_unpool;
   m.def("forward", &forward);
   m.def("backward", &backward);
   m.attr("NONE") = kNone;
