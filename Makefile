@@ -9,8 +9,12 @@ TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.deps-installed
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+# The CUDA build check: its own venv with a CUDA build of torch (kept between
+# runs) and its own build dir (build-cuda/).
+CUDA_VENV  ?= $(CURDIR)/.venv-cuda
+CUDA_TORCH ?= torch==2.14.1
 
-.PHONY: all venv build test test-fast fuzz asan check bench clean
+.PHONY: all venv build build-cuda test test-fast fuzz asan check bench clean
 
 all: test
 
@@ -26,8 +30,15 @@ venv: $(STAMP)
 build: $(STAMP)
 	$(PIP) install -q --no-build-isolation -e .
 
-# The whole suite, slow-marked tests included (they fit in CI's time).
-test: build
+# Compiles and links the CUDA kernels against torch $(CUDA_TORCH) and imports
+# the result (needs nvcc, not a GPU; without a CUDA toolkit: a note, no
+# failure). The CPU build above is left untouched. See .ci/build-cuda.
+build-cuda:
+	CUDA_VENV="$(CUDA_VENV)" CUDA_TORCH="$(CUDA_TORCH)" PY="$(PY)" .ci/build-cuda
+
+# The whole suite, slow-marked tests included (they fit in CI's time), after
+# the CUDA build check.
+test: build build-cuda
 	$(VPY) -m pytest -q $(PYTEST_ARGS)
 
 test-fast: build
@@ -65,4 +76,4 @@ bench: build
 	$(VPY) -m torch_aclnn bench $(BENCH_ARGS)
 
 clean:
-	rm -rf build *.egg-info torch_aclnn/*.so
+	rm -rf build build-cuda *.egg-info torch_aclnn/*.so

@@ -9,6 +9,7 @@ Where things live:
   contract          csrc/contracts/elu.h (all backends, incl. Meta/fake)
   CPU kernels       csrc/cpu/elu.cpp
   fake kernels      csrc/meta/elu.cpp (C++ Meta, shares the contract)
+  CUDA kernels      csrc/cuda/elu.cu (per-element code: csrc/cuda/elu.cuh)
   autograd          this file (register_autograd below)
 """
 from __future__ import annotations

@@ -6,6 +6,7 @@ Where things live:
   contract          csrc/contracts/max_unpool.h (all backends, incl. Meta/fake)
   CPU kernels       csrc/cpu/max_unpool.cpp
   fake kernels      csrc/meta/max_unpool.cpp (C++ Meta, shares the contract)
+  CUDA kernels      csrc/cuda/max_unpool.cu (per-element code: csrc/cuda/max_unpool.cuh)
   autograd          this file (register_autograd below)
 """
 from __future__ import annotations

@@ -6,6 +6,7 @@ Where things live:
   contract          csrc/contracts/smooth_l1.h (all backends, incl. Meta/fake)
   CPU kernels       csrc/cpu/smooth_l1.cpp
   fake kernels      csrc/meta/smooth_l1.cpp (C++ Meta, shares the contract)
+  CUDA kernels      csrc/cuda/smooth_l1.cu (per-element code: csrc/cuda/smooth_l1.cuh)
   autograd          this file (register_autograd below)
 
 Semantics that differ from aten's raw ``smooth_l1_loss_backward`` (by design,

@@ -5,7 +5,7 @@ Where things live:
   contract          csrc/contracts/upsample.h (all backends, incl. Meta/fake)
   CPU kernels       csrc/cpu/upsample.cpp
   fake kernels      csrc/meta/upsample.cpp (C++ Meta, shares the contract)
-  CUDA kernels      csrc/cuda/upsample.cu
+  CUDA kernels      csrc/cuda/upsample.cu (per-element code: csrc/cuda/upsample.cuh)
   autograd          this file (register_autograd below)
 """
 from __future__ import annotations

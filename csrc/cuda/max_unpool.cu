@@ -1,0 +1,260 @@
+// CUDA kernels of the MaxUnpool3d family (spec §5).
+//
+// Same contract (csrc/contracts/max_unpool.h), geometry, result layouts and
+// out= rules as the CPU kernels in csrc/cpu/max_unpool.cpp. Both operators
+// only move elements, so they dispatch on the element size (1, 2, 4 or 8
+// bytes) and copy bits: every dtype is exact. The per-element code is in
+// csrc/cuda/max_unpool.cuh.
+//
+// Forward (scatter), deterministic: duplicate indices resolve to the largest
+// flat input position, as the spec requires, in two passes (claim: an
+// atomicMax of the input position into a winner buffer laid out like the
+// output; fill: each output element copies its winner's value or writes 0).
+// atomicMax is order-independent, so the result is the same on every run,
+// unlike aten's CUDA scatter (last writer wins, in whatever order the
+// threads run). Cost over a plain scatter: the winner buffer (4 bytes per
+// output element, 8 when a plane has 2^31 or more elements) written once by
+// a fill, once by the claims, read once by the fill pass.
+//
+// Backward (gather), one thread per grad_input element in memory order.
+//
+// Index check (row 15): every index is range-checked on the device before it
+// is used; an out-of-range index is never read through or written through
+// (the backward writes 0 there). The smallest logical position of an
+// out-of-range index is kept in a device flag (atomicMin, so the same
+// position is reported on every run) and read back after the kernels: an
+// 8-byte device-to-host copy that synchronises the host with the stream
+// (~10-20 us per call, and the host can no longer run ahead of the GPU).
+// The spec's IndexError then names the value and its position, as on CPU.
+// During CUDA graph capture a synchronising read-back is not allowed, so the
+// flag is not read there: out-of-range indices still read and write
+// nothing, but raise no error.
+#include "cuda/launch.cuh"
+#include "cuda/max_unpool.cuh"
+
+#include <ATen/MemoryOverlap.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <torch/library.h>
+
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace torch_aclnn::max_unpool {
+namespace {
+
+using c10::MemoryFormat;
+using cuda::kThreads;
+using kernels::channels_fastest;
+using kernels::dispatch_by_size;
+using kernels::Geometry;
+using kernels::kNone;
+using kernels::Planes;
+using kernels::Walk;
+
+// ---------------------------------------------------------------------------
+// Kernels
+
+template <bool channels_last, typename W, typename index_t>
+__global__ void __launch_bounds__(kThreads)
+claim_kernel(index_t total, const int64_t* __restrict__ ix, Planes<index_t> xp, W* __restrict__ winner,
+             Planes<index_t> op, Walk<index_t> walk, int64_t C, int64_t S, int64_t oS, int64_t* flag) {
+  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
+    kernels::claim_element<channels_last>(p, ix, xp, winner, op, walk, C, S, oS, flag);
+  }
+}
+
+template <bool channels_last, typename T, typename W, typename index_t>
+__global__ void __launch_bounds__(kThreads)
+fill_kernel(index_t total, const T* __restrict__ x, Planes<index_t> sp, const W* __restrict__ winner,
+            T* __restrict__ out, Walk<index_t> walk) {
+  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
+    kernels::fill_element<channels_last>(p, x, sp, winner, out, walk);
+  }
+}
+
+template <bool channels_last, typename T, typename index_t>
+__global__ void __launch_bounds__(kThreads)
+gather_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const int64_t* __restrict__ ix,
+              Planes<index_t> xp, T* __restrict__ out, Walk<index_t> walk, int64_t C, int64_t S, int64_t oS,
+              int64_t* flag) {
+  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
+    kernels::gather_element<channels_last>(p, go, gp, ix, xp, out, walk, C, S, oS, flag);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Host side
+
+template <typename F>
+void with_bool(bool b, F&& f) {
+  if (b) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Row 15: reads the flag back (synchronising) and raises the IndexError the
+// CPU kernels raise, naming the value and its position.
+void check_flag(const char* op, const at::Tensor& flag, const Geometry& g, const at::Tensor& indices,
+                at::IntArrayRef output_size, cudaStream_t stream) {
+  if (capturing(stream)) return;
+  const int64_t pos = flag.item<int64_t>();
+  if (C10_LIKELY(pos == kNone)) return;
+  const int64_t n = pos / (g.C * g.S), c = (pos / g.S) % g.C, i = pos % g.S;
+  const auto xp = kernels::planes_of<int64_t>(indices);
+  const int64_t value =
+      indices.as_strided({1}, {1}, indices.storage_offset() + n * xp.sN + c * xp.sC + i * xp.sK).item<int64_t>();
+  std::vector<int64_t> where = {n};
+  if (g.five) where.push_back(c);
+  where.insert(where.end(), {i / (g.H * g.W), (i / g.W) % g.H, i % g.W});
+  ACLNN_CHECK_INDEX(false, op, "indices", fmt_list(where), " = ", value, " is outside [0, ", g.oS,
+                    "), the flattened output_size ", fmt_list(output_size));
+}
+
+at::Tensor new_flag(const at::Tensor& like) {
+  return at::full({1}, kNone, like.options().dtype(at::kLong));
+}
+
+void check_device(const char* op, const at::Tensor& ref, const at::Tensor& t, const char* name) {
+  TORCH_CHECK(t.device() == ref.device(), op, ": ", name, " must be on the device ", ref.device(), ", got ",
+              t.device());
+}
+
+at::Tensor forward_cuda(const at::Tensor& self_, const at::Tensor& indices_, c10::SymIntArrayRef output_size_,
+                        at::IntArrayRef stride, at::IntArrayRef padding) {
+  check_forward(self_, indices_, output_size_, stride, padding);
+  check_device(kForward, self_, indices_, "indices");
+  const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
+  const MemoryFormat fmt = result_format(self_);
+  c10::cuda::CUDAGuard guard(self_.device());
+  std::vector<int64_t> shape(self_.sizes().begin(), self_.sizes().end() - 3);
+  shape.insert(shape.end(), output_size.begin(), output_size.end());
+  at::Tensor out = at::empty(shape, self_.options().memory_format(fmt));
+  if (out.numel() == 0) return out;
+  const at::Tensor self = kernels::flattenable(self_, fmt);
+  const at::Tensor indices = kernels::flattenable(indices_, fmt);
+  const Geometry g = kernels::geometry(self, output_size);
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const bool out_cl = fmt == MemoryFormat::ChannelsLast3d;
+  const bool ix_cl = channels_fastest(indices, g);
+  // Positions within a plane fit int32 unless a plane has 2^31 elements.
+  const bool narrow = g.S <= std::numeric_limits<int32_t>::max();
+  at::Tensor winner = at::empty(out.sizes(), out.options().dtype(narrow ? at::kInt : at::kLong).memory_format(fmt));
+  winner.fill_(-1);
+  at::Tensor flag = new_flag(out);
+  cuda::with_index_type(cuda::fits_32bit({&self, &indices, &out}), [&](auto index_tag) {
+    using index_t = decltype(index_tag);
+    const auto xp = kernels::planes_of<index_t>(indices);
+    const auto op = kernels::planes_of<index_t>(out);
+    const auto sp = kernels::planes_of<index_t>(self);
+    const index_t in_total = static_cast<index_t>(indices.numel());
+    const index_t out_total = static_cast<index_t>(out.numel());
+    const auto launch = [&](auto w_tag) {
+      using W = decltype(w_tag);
+      W* wp = winner.mutable_data_ptr<W>();
+      with_bool(ix_cl, [&](auto cl) {
+        claim_kernel<decltype(cl)::value><<<cuda::blocks_for(in_total), kThreads, 0, stream>>>(
+            in_total, indices.const_data_ptr<int64_t>(), xp, wp, op, Walk<index_t>(g.S, g.C), g.C, g.S, g.oS,
+            flag.mutable_data_ptr<int64_t>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+      dispatch_by_size(self.scalar_type(), [&](auto tag) {
+        using T = decltype(tag);
+        with_bool(out_cl, [&](auto cl) {
+          fill_kernel<decltype(cl)::value><<<cuda::blocks_for(out_total), kThreads, 0, stream>>>(
+              out_total, static_cast<const T*>(self.const_data_ptr()), sp, static_cast<const W*>(wp),
+              static_cast<T*>(out.mutable_data_ptr()), Walk<index_t>(g.oS, g.C));
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        });
+      });
+    };
+    if (narrow) {
+      launch(int32_t{});
+    } else {
+      launch(int64_t{});
+    }
+  });
+  check_flag(kForward, flag, g, indices, output_size, stream);
+  return out;
+}
+
+// grad_input is dense in `fmt` and shares no memory with grad_output or
+// indices.
+void backward_into(const at::Tensor& grad_output_, const at::Tensor& self, const at::Tensor& indices_,
+                   at::IntArrayRef output_size, at::Tensor& grad_input, MemoryFormat fmt) {
+  if (grad_input.numel() == 0) return;
+  TORCH_INTERNAL_ASSERT(grad_input.is_contiguous(fmt));
+  c10::cuda::CUDAGuard guard(grad_input.device());
+  const at::Tensor grad_output = kernels::flattenable(grad_output_, fmt);
+  const at::Tensor indices = kernels::flattenable(indices_, fmt);
+  const Geometry g = kernels::geometry(self, output_size);
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const bool cl = fmt == MemoryFormat::ChannelsLast3d && g.five;
+  at::Tensor flag = new_flag(grad_input);
+  cuda::with_index_type(cuda::fits_32bit({&grad_output, &indices, &grad_input}), [&](auto index_tag) {
+    using index_t = decltype(index_tag);
+    const index_t total = static_cast<index_t>(grad_input.numel());
+    dispatch_by_size(grad_output.scalar_type(), [&](auto tag) {
+      using T = decltype(tag);
+      with_bool(cl, [&](auto c) {
+        gather_kernel<decltype(c)::value><<<cuda::blocks_for(total), kThreads, 0, stream>>>(
+            total, static_cast<const T*>(grad_output.const_data_ptr()), kernels::planes_of<index_t>(grad_output),
+            indices.const_data_ptr<int64_t>(), kernels::planes_of<index_t>(indices),
+            static_cast<T*>(grad_input.mutable_data_ptr()), Walk<index_t>(g.S, g.C), g.C, g.S, g.oS,
+            flag.mutable_data_ptr<int64_t>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+    });
+  });
+  check_flag(kBackward, flag, g, indices, output_size, stream);
+}
+
+at::Tensor backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
+                         c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding) {
+  check_backward(grad_output, self, indices, output_size, stride, padding);
+  check_device(kBackward, grad_output, indices, "indices");
+  const MemoryFormat fmt = result_format(indices);
+  c10::cuda::CUDAGuard guard(grad_output.device());
+  at::Tensor grad_input = at::empty(self.sizes(), grad_output.options().memory_format(fmt));
+  backward_into(grad_output, self, indices, C10_AS_INTARRAYREF_SLOW(output_size), grad_input, fmt);
+  return grad_input;
+}
+
+void backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
+                       c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
+                       at::Tensor& grad_input) {
+  check_backward(grad_output, self, indices, output_size, stride, padding, grad_input);
+  check_device(kBackward, grad_output, indices, "indices");
+  check_device(kBackward, grad_output, grad_input, "grad_input");
+  const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
+  c10::cuda::CUDAGuard guard(grad_output.device());
+  // grad_input is contiguous (row 1): write straight into it unless it shares
+  // memory with what the kernel reads.
+  if (at::get_overlap_status(grad_input, grad_output) == at::MemOverlapStatus::No &&
+      at::get_overlap_status(grad_input, indices) == at::MemOverlapStatus::No) {
+    backward_into(grad_output, self, indices, out_size, grad_input, MemoryFormat::Contiguous);
+  } else {
+    at::Tensor tmp = at::empty(self.sizes(), grad_output.options());
+    backward_into(grad_output, self, indices, out_size, tmp, MemoryFormat::Contiguous);
+    grad_input.copy_(tmp);
+  }
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_aclnn, CUDA, m) {
+  m.impl("max_unpool3d", forward_cuda);
+  m.impl("max_unpool3d_backward", backward_cuda);
+  m.impl("max_unpool3d_backward.grad_input", backward_out_cuda);
+}
+
+}  // namespace torch_aclnn::max_unpool

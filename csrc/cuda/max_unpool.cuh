@@ -1,0 +1,228 @@
+// The per-element code of the MaxUnpool3d CUDA kernels and the host-side
+// set-up of their launches (csrc/cuda/max_unpool.cu launches them). The
+// element functions are C10_HOST_DEVICE; their only CUDA built-ins, the
+// atomic min/max, have a sequential host form (max and min do not depend on
+// the order they are applied in), so tests/test_cuda_host_emulation.py can
+// run the very same code on the host and compare with the CPU kernels.
+//
+// Geometry as in csrc/cpu/max_unpool.cpp: a tensor of shape (N, [C,] D, H, W)
+// is N x C planes of S = D*H*W elements (C = 1 for 4-D), element (n, c, k) at
+// n*sN + c*sC + k*sK; a tensor whose D, H, W axes do not flatten to one
+// strided axis is copied once.
+#pragma once
+
+#include "contracts/max_unpool.h"
+#include "cuda/index.cuh"
+
+#include <ATen/core/Tensor.h>
+#include <c10/macros/Macros.h>
+
+#include <cstdint>
+#include <limits>
+
+namespace torch_aclnn::max_unpool::kernels {
+
+using torch_aclnn::cuda::Divider;
+
+// "No out-of-range index seen" in the position flag.
+constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+
+// ---------------------------------------------------------------------------
+// Host-side set-up (the CPU kernels' rules).
+
+// The stride that steps the flattened (D, H, W) axis of t, or -1 when its
+// last three axes cannot be addressed as one strided axis.
+inline int64_t flat_stride(const at::Tensor& t) {
+  const int64_t nd = t.dim();
+  int64_t sK = -1, inner = 1;
+  for (int64_t d = nd - 1; d >= nd - 3; --d) {
+    const int64_t size = t.size(d);
+    if (size == 1) continue;
+    if (sK < 0) {
+      sK = t.stride(d);
+    } else if (t.stride(d) != sK * inner) {
+      return -1;
+    }
+    inner *= size;
+  }
+  return sK < 0 ? 1 : sK;
+}
+
+// t itself when its D, H, W axes flatten, else a copy in `fmt`.
+inline at::Tensor flattenable(const at::Tensor& t, c10::MemoryFormat fmt) {
+  return flat_stride(t) >= 0 ? t : t.contiguous(fmt);
+}
+
+template <typename index_t>
+struct Planes {
+  index_t sN, sC, sK;
+};
+
+template <typename index_t>
+Planes<index_t> planes_of(const at::Tensor& t) {
+  const int64_t sK = flat_stride(t);
+  TORCH_INTERNAL_ASSERT(sK >= 0, "max_unpool: D, H, W axes do not flatten");
+  return {static_cast<index_t>(t.stride(0)), static_cast<index_t>(t.dim() == 5 ? t.stride(1) : 0),
+          static_cast<index_t>(sK)};
+}
+
+// Sizes as planes: N, C, S = D*H*W of self, oS = prod(output_size).
+struct Geometry {
+  int64_t N, C, D, H, W, S, oS;
+  bool five;
+};
+
+inline Geometry geometry(const at::Tensor& self, at::IntArrayRef output_size) {
+  Geometry g;
+  g.five = self.dim() == 5;
+  const int64_t d = self.dim() - 3;
+  g.N = self.size(0);
+  g.C = g.five ? self.size(1) : 1;
+  g.D = self.size(d);
+  g.H = self.size(d + 1);
+  g.W = self.size(d + 2);
+  g.S = g.D * g.H * g.W;
+  g.oS = output_size[0] * output_size[1] * output_size[2];
+  return g;
+}
+
+// Calls f(T{}) with T the unsigned integer of t's element size.
+template <typename F>
+inline void dispatch_by_size(at::ScalarType t, const F& f) {
+  switch (c10::elementSize(t)) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+    default: TORCH_INTERNAL_ASSERT(false, "max_unpool: unexpected element size of ", t);
+  }
+}
+
+// Whether walking t's planes with c fastest follows its memory order.
+inline bool channels_fastest(const at::Tensor& t, const Geometry& g) {
+  return g.five && g.C > 1 && t.stride(1) == 1;
+}
+
+// A flat index in walk order -> (n, c, k) for planes of `plane` elements:
+// (n, c, k) order (k fastest) or, channels_last, (n, k, c) order (c fastest).
+template <typename index_t>
+struct Walk {
+  Divider<index_t> plane, channels;
+  Walk() = default;
+  Walk(int64_t plane_size, int64_t C)
+      : plane(static_cast<index_t>(plane_size)), channels(static_cast<index_t>(C)) {}
+
+  template <bool channels_last>
+  C10_HOST_DEVICE inline void split(index_t p, index_t& n, index_t& c, index_t& k) const {
+    if constexpr (channels_last) {
+      const auto nk = channels.divmod(p);
+      c = nk.mod;
+      const auto q = plane.divmod(nk.div);
+      n = q.div;
+      k = q.mod;
+    } else {
+      const auto nc = plane.divmod(p);
+      k = nc.mod;
+      const auto q = channels.divmod(nc.div);
+      n = q.div;
+      c = q.mod;
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Atomics (device) and their sequential host forms.
+
+C10_HOST_DEVICE inline void note_bad(int64_t* flag, int64_t pos) {
+#if defined(__CUDA_ARCH__)
+  atomicMin(reinterpret_cast<long long*>(flag), static_cast<long long>(pos));
+#else
+  if (pos < *flag) *flag = pos;
+#endif
+}
+
+C10_HOST_DEVICE inline void claim(int32_t* w, int32_t i) {
+#if defined(__CUDA_ARCH__)
+  atomicMax(w, i);
+#else
+  if (i > *w) *w = i;
+#endif
+}
+
+C10_HOST_DEVICE inline void claim(int64_t* w, int64_t i) {
+#if defined(__CUDA_ARCH__)
+  atomicMax(reinterpret_cast<long long*>(w), static_cast<long long>(i));
+#else
+  if (i > *w) *w = i;
+#endif
+}
+
+C10_HOST_DEVICE inline bool out_of_range(int64_t v, int64_t oS) {
+  return static_cast<uint64_t>(v) >= static_cast<uint64_t>(oS);
+}
+
+// ---------------------------------------------------------------------------
+// Forward: a scatter made deterministic in two passes.
+//
+// Pass 1 (claim), one thread per input element (n, c, i), walked in the
+// indices' memory order: atomicMax(winner[n, c, v], i) with v = indices[n, c,
+// i]; winner is laid out like the output and starts at -1. Afterwards every
+// output element holds the largest input position that targets it -- the
+// spec's "largest flat input position wins" -- whatever the order the
+// threads ran in. An out-of-range v claims nothing and lowers the flag to
+// its logical position (n*C + c)*S + i.
+// Pass 2 (fill), one thread per output element in memory order:
+// out = winner < 0 ? 0 : self[n, c, winner].
+
+template <bool channels_last, typename W, typename index_t>
+C10_HOST_DEVICE inline void claim_element(index_t p, const int64_t* __restrict__ ix, const Planes<index_t>& xp,
+                                          W* __restrict__ winner, const Planes<index_t>& op, const Walk<index_t>& walk,
+                                          int64_t C, int64_t S, int64_t oS, int64_t* flag) {
+  index_t n, c, i;
+  walk.template split<channels_last>(p, n, c, i);
+  const int64_t v = ix[n * xp.sN + c * xp.sC + i * xp.sK];
+  if (out_of_range(v, oS)) {
+    note_bad(flag, (static_cast<int64_t>(n) * C + static_cast<int64_t>(c)) * S + static_cast<int64_t>(i));
+    return;
+  }
+  claim(winner + (n * op.sN + c * op.sC + static_cast<index_t>(v) * op.sK), static_cast<W>(i));
+}
+
+// p: an output element's offset (the output and winner are dense in the
+// walk's order).
+template <bool channels_last, typename T, typename W, typename index_t>
+C10_HOST_DEVICE inline void fill_element(index_t p, const T* __restrict__ x, const Planes<index_t>& sp,
+                                         const W* __restrict__ winner, T* __restrict__ out,
+                                         const Walk<index_t>& walk) {
+  const W w = winner[p];
+  if (w < 0) {
+    out[p] = T(0);
+    return;
+  }
+  index_t n, c, k;
+  walk.template split<channels_last>(p, n, c, k);
+  out[p] = x[n * sp.sN + c * sp.sC + static_cast<index_t>(w) * sp.sK];
+}
+
+// ---------------------------------------------------------------------------
+// Backward: a gather, one thread per grad_input element in memory order.
+// An out-of-range index is never read through: the element gets 0 and the
+// flag its logical position.
+
+template <bool channels_last, typename T, typename index_t>
+C10_HOST_DEVICE inline void gather_element(index_t p, const T* __restrict__ go, const Planes<index_t>& gp,
+                                           const int64_t* __restrict__ ix, const Planes<index_t>& xp,
+                                           T* __restrict__ out, const Walk<index_t>& walk, int64_t C, int64_t S,
+                                           int64_t oS, int64_t* flag) {
+  index_t n, c, i;
+  walk.template split<channels_last>(p, n, c, i);
+  const int64_t v = ix[n * xp.sN + c * xp.sC + i * xp.sK];
+  if (out_of_range(v, oS)) {
+    out[p] = T(0);
+    note_bad(flag, (static_cast<int64_t>(n) * C + static_cast<int64_t>(c)) * S + static_cast<int64_t>(i));
+    return;
+  }
+  out[p] = go[n * gp.sN + c * gp.sC + static_cast<index_t>(v) * gp.sK];
+}
+
+}  // namespace torch_aclnn::max_unpool::kernels

@@ -1,0 +1,200 @@
+// CUDA kernels of the upsample-nearest family (spec §1, §2).
+//
+// Same contract (csrc/contracts/upsample.h) and same index mapping
+// (source_index and axis_scale are C10_HOST_DEVICE: host and device run the
+// very same float32 arithmetic) as the CPU kernels in csrc/cpu/upsample.cpp.
+// The per-element code is in csrc/cuda/upsample.cuh.
+//
+// Forward: one thread per output element computes src(dst) per axis and
+// gathers. The input is read through its strides (no copy for permuted,
+// sliced or channels_last_3d inputs).
+//
+// Backward: a deterministic gather, no atomics. One thread per grad_input
+// element sums its window of grad_output in (d, h, w) order, from +0.0, in
+// opmath (float32 for half/bfloat16), and rounds once: the same additions in
+// the same order as the CPU kernel, so the results are bitwise equal to it.
+// grad_output is read through its strides.
+//
+// The per-axis windows [lo[i], hi[i]) come from a small table kernel launched
+// just before (2 * (iD + iH + iW) int64, a few KB): one thread per input index
+// binary-searches src over [0, out) with the forward's own source_index. The
+// tables are built on the device rather than on the host and copied because
+//   - a copy from pageable host memory synchronises with the host and cannot
+//     be captured in a CUDA graph; the table kernel is just another launch on
+//     the current stream;
+//   - the windows are then the exact preimages of the forward's mapping, with
+//     no inverse formula carrying its own float rounding (aten CUDA's
+//     ceil(i * out / in) window can disagree with its forward by one).
+// Computing the windows per element instead would cost six binary searches
+// per element; the tables cost one extra launch and cached loads.
+//
+// Layouts: the result is written densely in its memory format. Two kernel
+// variants walk it in memory order, NCDHW (contiguous) or NDHWC
+// (channels_last_3d), so writes are coalesced and a channels_last_3d tensor
+// is never transposed through a copy.
+//
+// Indexing: 32-bit (with fast division by invariant integers) when every
+// offset fits, 64-bit otherwise (aten's CUDA upsample is capped at 2^31).
+#include "cuda/upsample.cuh"
+#include "cuda/launch.cuh"
+
+#include <ATen/Dispatch.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+namespace torch_aclnn::upsample {
+namespace {
+
+using c10::MemoryFormat;
+using cuda::kThreads;
+using cuda::Unravel5;
+using kernels::Axes;
+using kernels::make_axes;
+using kernels::Strides5;
+using kernels::strides_of;
+using kernels::walk_of;
+
+// ---------------------------------------------------------------------------
+// Forward
+
+template <Mode mode, bool channels_last, typename scalar_t, typename index_t>
+__global__ void __launch_bounds__(kThreads)
+forward_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out, index_t total,
+               Unravel5<index_t> unravel, Strides5<index_t> st, Axes a) {
+  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
+    kernels::forward_element<mode, channels_last>(p, in, out, unravel, st, a);
+  }
+}
+
+template <Mode mode>
+at::Tensor forward_cuda(const at::Tensor& self, c10::SymIntArrayRef output_size_, Scale sd, Scale sh, Scale sw) {
+  const Scale scales[3] = {sd, sh, sw};
+  check_forward(mode, self, output_size_, scales);
+  const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
+  const MemoryFormat fmt = result_format(self);
+  c10::cuda::CUDAGuard guard(self.device());
+  at::Tensor out = at::empty({self.size(0), self.size(1), output_size[0], output_size[1], output_size[2]},
+                             self.options().memory_format(fmt));
+  if (out.numel() == 0) return out;
+  const Axes a = make_axes(self.sizes(), output_size, scales);
+  const bool cl = fmt == MemoryFormat::ChannelsLast3d;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "upsample_nearest3d_cuda", [&] {
+    cuda::with_index_type(cuda::fits_32bit({&self, &out}), [&](auto index_tag) {
+      using index_t = decltype(index_tag);
+      auto kernel = cl ? forward_kernel<mode, true, scalar_t, index_t> : forward_kernel<mode, false, scalar_t, index_t>;
+      kernel<<<cuda::blocks_for(out.numel()), kThreads, 0, stream>>>(
+          self.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), static_cast<index_t>(out.numel()),
+          walk_of<index_t>(out, cl), strides_of<index_t>(self), a);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Backward
+
+template <Mode mode>
+__global__ void __launch_bounds__(kThreads) window_kernel(int64_t* __restrict__ win, Axes a) {
+  const int64_t total = kernels::window_entries(a);
+  TORCH_ACLNN_GRID_STRIDE_LOOP(int64_t, t, total) {
+    kernels::window_entry<mode>(t, win, a);
+  }
+}
+
+template <bool channels_last, typename scalar_t, typename index_t>
+__global__ void __launch_bounds__(kThreads)
+backward_kernel(const scalar_t* __restrict__ go, scalar_t* __restrict__ gi, index_t total,
+                Unravel5<index_t> unravel, Strides5<index_t> st, const int64_t* __restrict__ win, index_t iD,
+                index_t iH, index_t iW) {
+  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
+    kernels::backward_element<channels_last>(p, go, gi, unravel, st, win, iD, iH, iW);
+  }
+}
+
+// grad_input is dense in `fmt` and shares no memory with grad_output.
+template <Mode mode>
+void backward_into(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                   const Scale (&scales)[3], at::Tensor& grad_input, MemoryFormat fmt) {
+  if (grad_input.numel() == 0) return;
+  c10::cuda::CUDAGuard guard(grad_input.device());
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const Axes a = make_axes(input_size, output_size, scales);
+  const int64_t entries = kernels::window_entries(a);
+  at::Tensor win = at::empty({2 * entries}, grad_input.options().dtype(at::kLong));
+  window_kernel<mode><<<cuda::blocks_for(entries), kThreads, 0, stream>>>(win.mutable_data_ptr<int64_t>(), a);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+
+  const bool cl = fmt == MemoryFormat::ChannelsLast3d;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
+                                  "upsample_nearest3d_backward_cuda", [&] {
+    cuda::with_index_type(cuda::fits_32bit({&grad_output, &grad_input}), [&](auto index_tag) {
+      using index_t = decltype(index_tag);
+      auto kernel = cl ? backward_kernel<true, scalar_t, index_t> : backward_kernel<false, scalar_t, index_t>;
+      kernel<<<cuda::blocks_for(grad_input.numel()), kThreads, 0, stream>>>(
+          grad_output.const_data_ptr<scalar_t>(), grad_input.mutable_data_ptr<scalar_t>(),
+          static_cast<index_t>(grad_input.numel()), walk_of<index_t>(grad_input, cl), strides_of<index_t>(grad_output),
+          win.const_data_ptr<int64_t>(), static_cast<index_t>(a.in[0]), static_cast<index_t>(a.in[1]),
+          static_cast<index_t>(a.in[2]));
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  });
+}
+
+template <Mode mode>
+at::Tensor backward_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                         c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw) {
+  const Scale scales[3] = {sd, sh, sw};
+  check_backward(mode, grad_output, output_size, input_size, scales);
+  const MemoryFormat fmt = result_format(grad_output);
+  const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
+  c10::cuda::CUDAGuard guard(grad_output.device());
+  at::Tensor grad_input = at::empty(in_size, grad_output.options().memory_format(fmt));
+  backward_into<mode>(grad_output, C10_AS_INTARRAYREF_SLOW(output_size), in_size, scales, grad_input, fmt);
+  return grad_input;
+}
+
+template <Mode mode>
+void backward_out_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                       c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
+                       at::Tensor& grad_input) {
+  const Scale scales[3] = {sd, sh, sw};
+  check_backward(mode, grad_output, output_size, input_size, scales, grad_input);
+  TORCH_CHECK(grad_input.device() == grad_output.device(), backward_name(mode),
+              ": grad_input must be on grad_output's device ", grad_output.device(), ", got ",
+              grad_input.device());
+  at::assert_no_internal_overlap(grad_input);
+  const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
+  const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
+  // Write straight into grad_input when it is dense in a layout the kernels
+  // produce and shares no memory with grad_output; otherwise go through a
+  // temporary. (grad_output is read through its strides either way.)
+  MemoryFormat fmt = result_format(grad_output);
+  if (!grad_input.is_contiguous(fmt)) {
+    fmt = fmt == MemoryFormat::Contiguous ? MemoryFormat::ChannelsLast3d : MemoryFormat::Contiguous;
+  }
+  if (grad_input.is_contiguous(fmt) && at::get_overlap_status(grad_input, grad_output) == at::MemOverlapStatus::No) {
+    backward_into<mode>(grad_output, out_size, in_size, scales, grad_input, fmt);
+  } else {
+    fmt = result_format(grad_output);
+    c10::cuda::CUDAGuard guard(grad_output.device());
+    at::Tensor tmp = at::empty(in_size, grad_output.options().memory_format(fmt));
+    backward_into<mode>(grad_output, out_size, in_size, scales, tmp, fmt);
+    grad_input.copy_(tmp);
+  }
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_aclnn, CUDA, m) {
+  m.impl("upsample_nearest3d", forward_cuda<Mode::Nearest>);
+  m.impl("upsample_nearest3d_backward", backward_cuda<Mode::Nearest>);
+  m.impl("upsample_nearest3d_backward.grad_input", backward_out_cuda<Mode::Nearest>);
+  m.impl("upsample_nearest_exact3d", forward_cuda<Mode::NearestExact>);
+  m.impl("upsample_nearest_exact3d_backward", backward_cuda<Mode::NearestExact>);
+  m.impl("upsample_nearest_exact3d_backward.grad_input", backward_out_cuda<Mode::NearestExact>);
+}
+
+}  // namespace torch_aclnn::upsample

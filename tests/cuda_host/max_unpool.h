@@ -1,0 +1,127 @@
+// Runs the per-element code of the CUDA MaxUnpool3d kernels
+// (csrc/cuda/max_unpool.cuh) on the host, element after element, with the
+// launch set-up of csrc/cuda/max_unpool.cu (flattening, geometry, winner
+// buffer, flag). Returns the result and the flag (the smallest logical
+// position of an out-of-range index, or kNone).
+// tests/test_cuda_host_emulation.py compares with the CPU kernels.
+// Included once, by tests/cuda_host/module.cpp.
+#pragma once
+
+#include "cuda/max_unpool.cuh"
+
+
+#include <limits>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+namespace host_max_unpool {
+
+using namespace torch_aclnn::max_unpool;
+using namespace torch_aclnn::max_unpool::kernels;
+using torch_aclnn::cuda::fits_32bit;
+using torch_aclnn::cuda::with_index_type;
+
+template <typename F>
+void with_bool(bool b, F&& f) {
+  if (b) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
+
+// claim_walk: -1 as the kernel chooses (the indices' memory order), 0 (n, c, k), 1 (n, k, c).
+std::tuple<at::Tensor, int64_t> forward(const at::Tensor& self_, const at::Tensor& indices_,
+                                        std::vector<int64_t> output_size, bool wide, int64_t claim_walk) {
+  const c10::MemoryFormat fmt = result_format(self_);
+  std::vector<int64_t> shape(self_.sizes().begin(), self_.sizes().end() - 3);
+  shape.insert(shape.end(), output_size.begin(), output_size.end());
+  at::Tensor out = at::empty(shape, self_.options().memory_format(fmt));
+  int64_t flag = kNone;
+  if (out.numel() == 0) return {out, flag};
+  const at::Tensor self = flattenable(self_, fmt);
+  const at::Tensor indices = flattenable(indices_, fmt);
+  const Geometry g = geometry(self, output_size);
+  TORCH_CHECK(wide || fits_32bit({&self, &indices, &out}));
+  const bool out_cl = fmt == c10::MemoryFormat::ChannelsLast3d;
+  const bool ix_cl = claim_walk < 0 ? channels_fastest(indices, g) : claim_walk == 1;
+  const bool narrow = g.S <= std::numeric_limits<int32_t>::max();
+  at::Tensor winner = at::empty(out.sizes(), out.options().dtype(narrow ? at::kInt : at::kLong).memory_format(fmt));
+  winner.fill_(-1);
+  with_index_type(!wide, [&](auto index_tag) {
+    using index_t = decltype(index_tag);
+    const auto xp = planes_of<index_t>(indices);
+    const auto op = planes_of<index_t>(out);
+    const auto sp = planes_of<index_t>(self);
+    const auto run = [&](auto w_tag) {
+      using W = decltype(w_tag);
+      W* wp = winner.mutable_data_ptr<W>();
+      with_bool(ix_cl, [&](auto cl) {
+        const Walk<index_t> walk(g.S, g.C);
+        for (int64_t p = 0; p < indices.numel(); ++p) {
+          claim_element<decltype(cl)::value>(static_cast<index_t>(p), indices.const_data_ptr<int64_t>(), xp, wp, op,
+                                             walk, g.C, g.S, g.oS, &flag);
+        }
+      });
+      dispatch_by_size(self.scalar_type(), [&](auto tag) {
+        using T = decltype(tag);
+        with_bool(out_cl, [&](auto cl) {
+          const Walk<index_t> walk(g.oS, g.C);
+          for (int64_t p = 0; p < out.numel(); ++p) {
+            fill_element<decltype(cl)::value>(static_cast<index_t>(p), static_cast<const T*>(self.const_data_ptr()),
+                                              sp, static_cast<const W*>(wp), static_cast<T*>(out.mutable_data_ptr()),
+                                              walk);
+          }
+        });
+      });
+    };
+    if (narrow) {
+      run(int32_t{});
+    } else {
+      run(int64_t{});
+    }
+  });
+  return {out, flag};
+}
+
+std::tuple<at::Tensor, int64_t> backward(const at::Tensor& grad_output_, const at::Tensor& self,
+                                         const at::Tensor& indices_, std::vector<int64_t> output_size,
+                                         bool channels_last, bool wide) {
+  const c10::MemoryFormat fmt =
+      channels_last && self.dim() == 5 ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
+  at::Tensor gi = at::empty(self.sizes(), grad_output_.options().memory_format(fmt));
+  int64_t flag = kNone;
+  if (gi.numel() == 0) return {gi, flag};
+  const at::Tensor grad_output = flattenable(grad_output_, fmt);
+  const at::Tensor indices = flattenable(indices_, fmt);
+  const Geometry g = geometry(self, output_size);
+  TORCH_CHECK(wide || fits_32bit({&grad_output, &indices, &gi}));
+  const bool cl = fmt == c10::MemoryFormat::ChannelsLast3d && g.five;
+  with_index_type(!wide, [&](auto index_tag) {
+    using index_t = decltype(index_tag);
+    dispatch_by_size(grad_output.scalar_type(), [&](auto tag) {
+      using T = decltype(tag);
+      with_bool(cl, [&](auto c) {
+        const Walk<index_t> walk(g.S, g.C);
+        for (int64_t p = 0; p < gi.numel(); ++p) {
+          gather_element<decltype(c)::value>(static_cast<index_t>(p),
+                                             static_cast<const T*>(grad_output.const_data_ptr()),
+                                             planes_of<index_t>(grad_output), indices.const_data_ptr<int64_t>(),
+                                             planes_of<index_t>(indices), static_cast<T*>(gi.mutable_data_ptr()),
+                                             walk, g.C, g.S, g.oS, &flag);
+        }
+      });
+    });
+  });
+  return {gi, flag};
+}
+
+}  // namespace host_max_unpool
+
+inline void register_max_unpool(pybind11::module_& m) {
+  using namespace host_max_unpool;
+  m.def("forward", &forward);
+  m.def("backward", &backward);
+  m.attr("NONE") = kNone;
+}

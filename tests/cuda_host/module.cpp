@@ -1,0 +1,21 @@
+// One host-compiled module (one compilation of the torch headers) holding
+// the emulation of every CUDA family: tests/cuda_host/<family>.h runs the
+// per-element code of csrc/cuda/<family>.cuh on the host, exposed here as the
+// submodule <family>. Built by tests/test_cuda_host_emulation.py.
+#include <torch/extension.h>
+
+#include "elu.h"
+#include "max_unpool.h"
+#include "smooth_l1.h"
+#include "upsample.h"
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  auto elu = m.def_submodule("elu");
+  register_elu(elu);
+  auto max_unpool = m.def_submodule("max_unpool");
+  register_max_unpool(max_unpool);
+  auto smooth_l1 = m.def_submodule("smooth_l1");
+  register_smooth_l1(smooth_l1);
+  auto upsample = m.def_submodule("upsample");
+  register_upsample(upsample);
+}

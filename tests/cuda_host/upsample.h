@@ -1,0 +1,128 @@
+// Runs the per-element code of the CUDA upsample kernels
+// (csrc/cuda/upsample.cuh) on the host, element after element, with the
+// launch set-up the kernels get (make_axes, walk_of, strides_of, the window
+// table). tests/test_cuda_host_emulation.py compares the results with the
+// CPU kernels. Built with the host compiler: no CUDA toolkit or GPU needed.
+// Included once, by tests/cuda_host/module.cpp.
+#pragma once
+
+#include "cuda/upsample.cuh"
+
+#include <ATen/Dispatch.h>
+
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+namespace host_upsample {
+
+using namespace torch_aclnn::upsample;
+using namespace torch_aclnn::upsample::kernels;
+using torch_aclnn::cuda::fits_32bit;
+using torch_aclnn::cuda::with_index_type;
+
+template <typename F>
+void with_mode(bool exact, F&& f) {
+  if (exact) {
+    f(std::integral_constant<Mode, Mode::NearestExact>{});
+  } else {
+    f(std::integral_constant<Mode, Mode::Nearest>{});
+  }
+}
+
+template <typename F>
+void with_bool(bool b, F&& f) {
+  if (b) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
+
+c10::MemoryFormat format(bool channels_last) {
+  return channels_last ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
+}
+
+// The forward kernel's result, computed on the host. wide: 64-bit indexing.
+at::Tensor forward(const at::Tensor& self, std::vector<int64_t> output_size, std::optional<double> sd,
+                   std::optional<double> sh, std::optional<double> sw, bool exact, bool channels_last, bool wide) {
+  const Scale scales[3] = {sd, sh, sw};
+  at::Tensor out = at::empty({self.size(0), self.size(1), output_size[0], output_size[1], output_size[2]},
+                             self.options().memory_format(format(channels_last)));
+  if (out.numel() == 0) return out;
+  TORCH_CHECK(wide || fits_32bit({&self, &out}));
+  const Axes a = make_axes(self.sizes(), output_size, scales);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "forward", [&] {
+    with_index_type(!wide, [&](auto index_tag) {
+      using index_t = decltype(index_tag);
+      const auto unravel = walk_of<index_t>(out, channels_last);
+      const auto st = strides_of<index_t>(self);
+      with_mode(exact, [&](auto m) {
+        with_bool(channels_last, [&](auto cl) {
+          for (int64_t p = 0; p < out.numel(); ++p) {
+            forward_element<decltype(m)::value, decltype(cl)::value>(
+                static_cast<index_t>(p), self.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), unravel,
+                st, a);
+          }
+        });
+      });
+    });
+  });
+  return out;
+}
+
+// The window table the backward's table kernel builds.
+std::vector<int64_t> windows(const Axes& a, bool exact) {
+  const int64_t entries = window_entries(a);
+  std::vector<int64_t> win(2 * entries, -1);
+  with_mode(exact, [&](auto m) {
+    for (int64_t t = 0; t < entries; ++t) window_entry<decltype(m)::value>(t, win.data(), a);
+  });
+  for (int64_t v : win) TORCH_CHECK(v >= 0, "window table entry not written");
+  return win;
+}
+
+// The window table as a tensor (for direct checks).
+at::Tensor window_table(std::vector<int64_t> output_size, std::vector<int64_t> input_size, std::optional<double> sd,
+                        std::optional<double> sh, std::optional<double> sw, bool exact) {
+  const Scale scales[3] = {sd, sh, sw};
+  const std::vector<int64_t> win = windows(make_axes(input_size, output_size, scales), exact);
+  return torch::tensor(win, torch::kLong);
+}
+
+// The backward kernel's result, computed on the host.
+at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_size, std::vector<int64_t> input_size,
+                    std::optional<double> sd, std::optional<double> sh, std::optional<double> sw, bool exact,
+                    bool channels_last, bool wide) {
+  const Scale scales[3] = {sd, sh, sw};
+  at::Tensor gi = at::empty(input_size, grad_output.options().memory_format(format(channels_last)));
+  if (gi.numel() == 0) return gi;
+  TORCH_CHECK(wide || fits_32bit({&grad_output, &gi}));
+  const Axes a = make_axes(input_size, output_size, scales);
+  const std::vector<int64_t> win = windows(a, exact);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "backward", [&] {
+    with_index_type(!wide, [&](auto index_tag) {
+      using index_t = decltype(index_tag);
+      const auto unravel = walk_of<index_t>(gi, channels_last);
+      const auto st = strides_of<index_t>(grad_output);
+      with_bool(channels_last, [&](auto cl) {
+        for (int64_t p = 0; p < gi.numel(); ++p) {
+          backward_element<decltype(cl)::value>(static_cast<index_t>(p), grad_output.const_data_ptr<scalar_t>(),
+                                                gi.mutable_data_ptr<scalar_t>(), unravel, st, win.data(),
+                                                static_cast<index_t>(a.in[0]), static_cast<index_t>(a.in[1]),
+                                                static_cast<index_t>(a.in[2]));
+        }
+      });
+    });
+  });
+  return gi;
+}
+
+}  // namespace host_upsample
+
+inline void register_upsample(pybind11::module_& m) {
+  using namespace host_upsample;
+  m.def("forward", &forward);
+  m.def("backward", &backward);
+  m.def("window_table", &window_table);
+}

@@ -1,0 +1,281 @@
+"""The CUDA kernels' per-element code, run on the host (no GPU needed).
+
+csrc/cuda/<family>.cuh holds what one CUDA thread computes for one element
+(C10_HOST_DEVICE; atomics only behind __CUDA_ARCH__, with a sequential host
+form). tests/cuda_host/<family>.h, built here with the host compiler (one
+module, tests/cuda_host/module.cpp), runs that code for every element with
+the launch set-up of the kernels, in both index widths (32-bit with fast
+division, 64-bit) and every walk order the kernels take. The results must
+equal the CPU kernels' (or, for the ELU functors, aten's scalar CPU
+formula's) bit for bit.
+
+Not covered here (a GPU run of the generic tests covers it): the launches
+(grid, stream, guard), the dispatch and out= plumbing of csrc/cuda/*.cu, the
+elementwise driver's vector and strided paths, the smooth_l1 reduction, and
+device arithmetic differing from the host's (CUDA's exp/expm1).
+"""
+import os
+import random
+
+import pytest
+import torch
+from torch.utils import cpp_extension
+
+from torch_aclnn.testing import OPS
+from torch_aclnn.testing.core import FLOATING, LAYOUTS, make_layout, make_tensor
+from torch_aclnn.testing.upsample import source_indices
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def emulation():
+    """tests/cuda_host/module.cpp, built once with the host compiler."""
+    build_dir = os.path.join(ROOT, "build", "cuda_host_emulation")
+    os.makedirs(build_dir, exist_ok=True)
+    return cpp_extension.load(
+        name="torch_aclnn_cuda_host_emulation",
+        sources=[os.path.join(ROOT, "tests", "cuda_host", "module.cpp")],
+        extra_include_paths=[os.path.join(ROOT, "csrc")],
+        extra_cflags=["-std=c++20", "-O1", "-Wno-unknown-pragmas"],
+        build_directory=build_dir,
+        verbose=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def upsample(emulation):
+    return emulation.upsample
+
+
+EXACT = {"upsample_nearest3d": False, "upsample_nearest3d_backward": False,
+         "upsample_nearest_exact3d": True, "upsample_nearest_exact3d_backward": True}
+VARIANTS = [(cl, wide) for cl in (False, True) for wide in (False, True)]
+
+
+def _emulate(emu, name, args):
+    """fn(channels_last, wide) running the emulated kernel on the op's args."""
+    exact = EXACT[name]
+    if name.endswith("_backward"):
+        g, out, insz, *scales = args
+        sd, sh, sw = (scales + [None] * 3)[:3]
+        return lambda cl, wide: emu.backward(g, list(out), list(insz), sd, sh, sw, exact, cl, wide)
+    x, out, *scales = args
+    sd, sh, sw = (scales + [None] * 3)[:3]
+    return lambda cl, wide: emu.forward(x, list(out), sd, sh, sw, exact, cl, wide)
+
+
+def _check(emu, name, args, desc):
+    expected = getattr(torch.ops.torch_aclnn, name)(*args)
+    run = _emulate(emu, name, args)
+    for cl, wide in VARIANTS:
+        got = run(cl, wide)
+        assert got.shape == expected.shape, desc
+        assert torch.equal(got, expected), f"{desc} channels_last={cl} wide={wide}: " \
+            f"max diff {(got.double() - expected.double()).abs().max()}"
+
+
+@pytest.mark.parametrize("name", list(EXACT))
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_upsample_samples(upsample, name, dtype):
+    """Every OpInfo sample (all layouts, scales, empty batch)."""
+    for s in OPS[name].samples("cpu", dtype):
+        _check(upsample, name, s.args, s.desc)
+
+
+def _random_case(rng):
+    insz = [rng.randint(0, 3), rng.randint(0, 3)] + [rng.randint(1, 7) for _ in range(3)]
+    if rng.random() < 0.5:
+        return insz, [rng.randint(1, 17) for _ in range(3)], (None, None, None)
+    while True:
+        scales = [rng.choice([0.3, 0.5, 0.6, 0.75, 1.0, 1.1, 1.3, 1.5, 1.7, 2.0, 2.5, 3.0, 3.3, 4.0, 7.1])
+                  for _ in range(3)]
+        out = [int(insz[2 + i] * scales[i]) for i in range(3)]
+        if min(out) > 0:
+            return insz, out, tuple(scales)
+
+
+def test_upsample_random(upsample):
+    """Random sizes, scales, layouts and dtypes, forward and backward."""
+    rng = random.Random(0)
+    for _ in range(150):
+        insz, out, scales = _random_case(rng)
+        dtype, layout = rng.choice(FLOATING), rng.choice(LAYOUTS)
+        for exact in (False, True):
+            fwd, bwd = ("upsample_nearest_exact3d", "upsample_nearest_exact3d_backward") if exact else \
+                ("upsample_nearest3d", "upsample_nearest3d_backward")
+            x = make_tensor(insz, dtype, layout=layout)
+            _check(upsample, fwd, (x, out, *scales), f"{fwd} {insz}->{out} s={scales} {layout} {dtype}")
+            g = make_tensor(insz[:2] + out, dtype, layout=layout)
+            _check(upsample, bwd, (g, out, insz, *scales), f"{bwd} {out}->{insz} s={scales} {layout} {dtype}")
+
+
+def test_upsample_window_table(upsample):
+    """The device-built windows are the exact preimages of the spec's src(dst)
+    (the float32 reference of torch_aclnn.testing.upsample), per axis."""
+    rng = random.Random(1)
+    for _ in range(300):
+        insz, out, scales = _random_case(rng)
+        use = all(s is not None and s > 0 for s in scales)
+        for exact, mode in ((False, "nearest"), (True, "nearest-exact")):
+            win = upsample.window_table(out, insz, *scales, exact).tolist()
+            base = 0
+            for axis in range(3):
+                n_in = insz[2 + axis]
+                src = source_indices(mode, n_in, out[axis], scales[axis], use).tolist()
+                for i in range(n_in):
+                    pre = [d for d in range(out[axis]) if src[d] == i]
+                    lo, hi = win[base + i], win[base + n_in + i]
+                    assert list(range(lo, hi)) == pre, (insz, out, scales, mode, axis, i, lo, hi, pre)
+                base += 2 * n_in
+
+
+# ---------------------------------------------------------------------------
+# ELU: the functors against aten's scalar CPU formula. aten's CPU kernel runs
+# that scalar formula (std::exp/std::expm1, the same order of operations and
+# coefficients as aten's CUDA kernel) on strided inputs, so a strided input
+# makes aten compute what the CUDA kernels' functors compute, bit for bit.
+# NaN x is left out: there the CUDA kernels follow the CPU kernels' rule
+# (negative branch), not aten's scalar loop.
+
+@pytest.fixture(scope="module")
+def elu(emulation):
+    return emulation.elu
+
+
+def _strided(t):
+    base = torch.zeros(t.numel() * 2, dtype=t.dtype)
+    view = base[::2]
+    view.copy_(t.reshape(-1))
+    return view
+
+
+ELU_PARAMS = [(1.0, 1.0, 1.0), (0.5, 1.0, 1.0), (1.6732632423543772, 1.0507009873554805, 1.0),
+              (2.0, 1.0, 0.5), (1.3, 1.1, 0.7), (-0.8, 1.0, 1.0)]
+EDGES = [0.0, -0.0, 1e-30, -1e-30, 1.0, -1.0, 30.0, -30.0, -200.0, 1e30, -1e30, float("inf"), float("-inf")]
+
+
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_elu_functors(elu, dtype):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.cat([torch.rand(4096, generator=gen, dtype=torch.float64) * 25 - 20,
+                   torch.tensor(EDGES, dtype=torch.float64)]).to(dtype)
+    g = (torch.rand(x.numel(), generator=gen, dtype=torch.float64) * 6 - 3).to(dtype)
+    for alpha, scale, input_scale in ELU_PARAMS:
+        ours = elu.forward(x, alpha, scale, input_scale)
+        theirs = torch.ops.aten.elu(_strided(x), alpha, scale, input_scale)
+        assert torch.equal(ours, theirs), (dtype, alpha, scale, input_scale)
+        for is_result in (False, True):
+            if is_result and alpha < 0:
+                continue
+            ours = elu.backward(g, alpha, scale, input_scale, is_result, x)
+            theirs = torch.ops.aten.elu_backward(_strided(g), alpha, scale, input_scale, is_result, _strided(x))
+            assert torch.equal(ours, theirs), (dtype, alpha, scale, input_scale, is_result)
+
+
+# ---------------------------------------------------------------------------
+# SmoothL1: the functors do the CPU kernels' operations in the same order, so
+# the 'none' loss and grad_input equal the CPU kernels' bit for bit.
+
+@pytest.fixture(scope="module")
+def smooth_l1(emulation):
+    return emulation.smooth_l1
+
+
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_smooth_l1_functors(smooth_l1, dtype):
+    gen = torch.Generator().manual_seed(0)
+    n = 3000
+    a = (torch.rand(n, generator=gen, dtype=torch.float64) * 8 - 4)
+    b = (torch.rand(n, generator=gen, dtype=torch.float64) * 8 - 4)
+    b[:200] = a[:200]                       # d == 0
+    b[200:400] = a[200:400] - 1.0           # |d| == beta for beta 1
+    a[400], b[401] = float("inf"), float("nan")
+    a, b = a.to(dtype), b.to(dtype)
+    g = (torch.rand(n, generator=gen, dtype=torch.float64) * 6 - 3).to(dtype)
+    for beta in (0.0, 0.5, 1.0, 2.25):
+        ours = smooth_l1.loss_none(a, b, beta)
+        theirs = torch.ops.torch_aclnn.smooth_l1_loss(a, b, 0, beta)
+        assert torch.equal(ours.nan_to_num(7.0), theirs.nan_to_num(7.0)), (dtype, beta)
+        for reduction in (0, 1, 2):
+            go = g if reduction == 0 else g[:1].reshape(())
+            norm = 1.0 / n if reduction == 1 else 1.0
+            ours = smooth_l1.grad(go.expand(n).contiguous(), a, b, beta, norm)
+            theirs = torch.ops.torch_aclnn.smooth_l1_loss_backward(go, a, b, reduction, beta)
+            assert torch.equal(ours.nan_to_num(7.0), theirs.nan_to_num(7.0)), (dtype, beta, reduction)
+
+
+# ---------------------------------------------------------------------------
+# MaxUnpool3d: the two-pass deterministic scatter (claim by atomicMax, fill),
+# the gather, and the out-of-range flag, against the CPU kernels. Every
+# walk order the kernels can take and both index widths.
+
+@pytest.fixture(scope="module")
+def max_unpool(emulation):
+    return emulation.max_unpool
+
+
+@pytest.mark.parametrize("dtype", OPS["max_unpool3d"].dtypes, ids=str)
+def test_max_unpool_samples(max_unpool, dtype):
+    """Every OpInfo sample (duplicates, every layout, 4-D, empty, expanded)."""
+    for s in OPS["max_unpool3d"].samples("cpu", dtype):
+        x, idx, out, *_ = s.args
+        expected = torch.ops.torch_aclnn.max_unpool3d(*s.args)
+        for wide in (False, True):
+            for walk in (-1, 0, 1):
+                got, flag = max_unpool.forward(x, idx, list(out), wide, walk)
+                assert flag == max_unpool.NONE and torch.equal(got, expected), f"{s.desc} wide={wide} walk={walk}"
+                assert got.stride() == expected.stride(), s.desc
+    for s in OPS["max_unpool3d_backward"].samples("cpu", dtype):
+        g, x, idx, out, *_ = s.args
+        expected = torch.ops.torch_aclnn.max_unpool3d_backward(*s.args)
+        for wide in (False, True):
+            for cl in (False, True):
+                got, flag = max_unpool.backward(g, x, idx, list(out), cl, wide)
+                assert flag == max_unpool.NONE and torch.equal(got, expected), f"{s.desc} wide={wide} cl={cl}"
+
+
+def _first_bad(idx, o_s):
+    """The smallest logical position (n, c, d, h, w order) of an index outside [0, o_s)."""
+    flat = idx.contiguous().view(-1)
+    bad = ((flat < 0) | (flat >= o_s)).nonzero()
+    return int(bad[0]) if bad.numel() else None
+
+
+def test_max_unpool_out_of_range(max_unpool):
+    """An out-of-range index is never used: the flag holds the smallest
+    logical position (the one the IndexError names); the forward claims
+    nothing for it, the backward writes 0 there; everything else is the
+    CPU kernels' result on the valid indices."""
+    gen = torch.Generator().manual_seed(3)
+    for shape, out in (((2, 3, 2, 3, 4), [3, 4, 3]), ((3, 2, 2, 4), [2, 3, 3]), ((1, 5, 1, 2, 2), [2, 2, 2])):
+        o_s = out[0] * out[1] * out[2]
+        for layout in ("contiguous", "channels_last_3d", "permuted"):
+            for trial in range(4):
+                idx = torch.randint(0, o_s, shape, generator=gen)
+                flat = idx.view(-1)
+                pos = torch.randperm(flat.numel(), generator=gen)[:1 + trial]
+                flat[pos] = torch.tensor([o_s, -1, 2 ** 62, -(2 ** 40)])[:pos.numel()]
+                want = _first_bad(idx, o_s)
+                valid = (idx >= 0) & (idx < o_s)
+                safe = torch.where(valid, idx, torch.zeros_like(idx))
+                i = make_layout(idx, layout)
+                x = make_tensor(shape, torch.float32, layout=layout)
+                for wide in (False, True):
+                    got, flag = max_unpool.forward(x, i, out, wide, -1)
+                    assert flag == want, (shape, layout, flag, want)
+                    # The valid elements scatter as the CPU kernel scatters them.
+                    keep = torch.where(valid, x, torch.zeros_like(x))
+                    ref = torch.ops.torch_aclnn.max_unpool3d(keep, make_layout(safe, layout), out, [1, 1, 1],
+                                                             [0, 0, 0])
+                    claimed = torch.ops.torch_aclnn.max_unpool3d(
+                        valid.to(torch.float32), make_layout(safe, layout), out, [1, 1, 1], [0, 0, 0])
+                    mask = claimed != 0  # output elements some valid index claims
+                    assert torch.equal(got[mask], ref[mask]), (shape, layout)
+                    g = make_tensor(list(shape[:-3]) + out, torch.float32, layout=layout)
+                    for cl in (False, True):
+                        gi, flag = max_unpool.backward(g, x, i, out, cl, wide)
+                        assert flag == want, (shape, layout, flag, want)
+                        ref = torch.ops.torch_aclnn.max_unpool3d_backward(g, x, make_layout(safe, layout), out,
+                                                                          [1, 1, 1], [0, 0, 0])
+                        assert torch.equal(gi, torch.where(valid, ref, torch.zeros_like(ref))), (shape, layout)
