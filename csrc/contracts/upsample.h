@@ -141,4 +141,24 @@ C10_HOST_DEVICE inline int64_t source_index(float s, int64_t dst, int64_t in) {
   return src < in - 1 ? src : in - 1;
 }
 
+// The sizes and float32 scales of the three spatial axes of one call: the
+// host-side set-up every backend's kernels start from (a plain struct the
+// CUDA kernels take by value).
+struct Axes {
+  int64_t in[3];
+  int64_t out[3];
+  float s[3];
+};
+
+inline Axes make_axes(at::IntArrayRef input_size, at::IntArrayRef output_size, const Scale (&scales)[3]) {
+  Axes a;
+  const bool use = use_scales(scales);
+  for (int i = 0; i < 3; ++i) {
+    a.in[i] = input_size[2 + i];
+    a.out[i] = output_size[i];
+    a.s[i] = axis_scale(use, use ? *scales[i] : 0.0, a.in[i], a.out[i]);
+  }
+  return a;
+}
+
 }  // namespace torch_aclnn::upsample

@@ -29,23 +29,6 @@ using cpu::advance;
 using cpu::grain_for;
 using cpu::unravel;
 
-struct Axes {
-  int64_t in[3];
-  int64_t out[3];
-  float s[3];
-};
-
-Axes make_axes(at::IntArrayRef input_size, at::IntArrayRef output_size, const Scale (&scales)[3]) {
-  Axes a;
-  const bool use = use_scales(scales);
-  for (int i = 0; i < 3; ++i) {
-    a.in[i] = input_size[2 + i];
-    a.out[i] = output_size[i];
-    a.s[i] = axis_scale(use, use ? *scales[i] : 0.0, a.in[i], a.out[i]);
-  }
-  return a;
-}
-
 // src(dst) for every dst of one axis.
 template <Mode mode>
 std::vector<int64_t> source_table(const Axes& a, int axis) {

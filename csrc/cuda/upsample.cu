@@ -49,8 +49,6 @@ namespace {
 using c10::MemoryFormat;
 using cuda::kThreads;
 using cuda::Unravel5;
-using kernels::Axes;
-using kernels::make_axes;
 using kernels::Strides5;
 using kernels::strides_of;
 using kernels::walk_of;

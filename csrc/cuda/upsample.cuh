@@ -20,12 +20,6 @@ namespace torch_aclnn::upsample::kernels {
 using torch_aclnn::cuda::Unravel5;
 
 // Per spatial axis (D, H, W): input length, output length, float32 scale.
-struct Axes {
-  int64_t in[3];
-  int64_t out[3];
-  float s[3];
-};
-
 // Strides (in elements) of the tensor a kernel reads, N, C, D, H, W.
 template <typename index_t>
 struct Strides5 {
@@ -34,17 +28,6 @@ struct Strides5 {
 
 // ---------------------------------------------------------------------------
 // Host-side set-up of a launch.
-
-inline Axes make_axes(at::IntArrayRef input_size, at::IntArrayRef output_size, const Scale (&scales)[3]) {
-  Axes a;
-  const bool use = use_scales(scales);
-  for (int i = 0; i < 3; ++i) {
-    a.in[i] = input_size[2 + i];
-    a.out[i] = output_size[i];
-    a.s[i] = axis_scale(use, use ? *scales[i] : 0.0, a.in[i], a.out[i]);
-  }
-  return a;
-}
 
 template <typename index_t>
 Strides5<index_t> strides_of(const at::Tensor& t) {
