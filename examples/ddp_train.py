@@ -19,6 +19,7 @@ localhost (torchrun's default) keeps gloo on the loopback interface.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
@@ -109,6 +110,14 @@ def main(argv=None) -> int:
     finally:
         if args.patch:
             torch_aclnn.unpatch()
+        # Gloo's worker threads free each finished collective (and the Python
+        # tensors it holds) a moment after wait() returns. DDP keeps the process
+        # group alive through reference cycles, so without this the group would
+        # outlive main() and a worker could free a tensor while the interpreter
+        # is finalising, which aborts the process. Dropping every holder first
+        # lets destroy_process_group() join the workers while Python is alive.
+        ddp = model = optim = None  # noqa: F841
+        gc.collect()
         dist.destroy_process_group()
     return 0
 
