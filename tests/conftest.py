@@ -12,8 +12,27 @@ torch.manual_seed(0)
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and _loader.has_cuda_kernels() else [])
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--default-device", default=None, metavar="DEVICE",
+        help="run every test inside `with torch.device(DEVICE)`, so tensors the tests create without an explicit "
+             "device live there (e.g. `--default-device cuda` runs the per-family tests, written for CPU, on CUDA)")
+
+
 def pytest_report_header(config):
-    return [f"torch {torch.__version__}; torch_aclnn CPU kernels: {_loader.cpu_isa}; devices: {DEVICES}"]
+    dev = config.getoption("--default-device")
+    return [f"torch {torch.__version__}; torch_aclnn CPU kernels: {_loader.cpu_isa}; devices: {DEVICES}"
+            + (f"; default device: {dev}" if dev else "")]
+
+
+@pytest.fixture(autouse=True)
+def _default_device(request):
+    dev = request.config.getoption("--default-device")
+    if dev is None:
+        yield
+        return
+    with torch.device(dev):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -62,7 +62,8 @@ def test_one_op_tiny(tmp_path, capsys):
 def test_missing_kernel_is_skipped_with_a_note(tmp_path, capsys, monkeypatch):
     real = bench._missing_kernel
     monkeypatch.setattr(bench, "_missing_kernel",
-                        lambda c: f"{c.qualname} has no CPU kernel in this build" if c.op == OP else real(c))
+                        lambda c, device="cpu": f"{c.qualname} has no CPU kernel in this build" if c.op == OP
+                        else real(c, device))
     report, md = _run(tmp_path, "--op", OP, "--dtype", "float32")
     assert report["cases"] and all(r["status"] == "skipped" for r in report["cases"])
     assert f"- {OP}: skipped" in md
@@ -82,3 +83,33 @@ def test_every_case_names_a_known_operator():
 def test_bad_selection(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "--op", "no_such_op"])
+
+
+def test_cuda_targets_follow_the_cuda_issue():
+    by = {(c.op, c.name, c.form, c.dtype): bench_cases.targets(c, "cuda") for c in bench_cases.all_cases()}
+    f32 = torch.float32
+    assert by[("upsample_nearest3d_backward", "scale 2 NCDHW", "functional", f32)] == (1.5, None, None)
+    assert by[("upsample_nearest3d_backward", "scale 1.5 NCDHW", "functional", f32)] == (1.0, None, None)
+    assert by[("elu_backward", "is_result=False", "out=", f32)] == (1.0, 80.0, None)
+    assert by[("smooth_l1_loss_backward", "none", "functional", f32)] == (1.0, 80.0, None)
+    assert by[("smooth_l1_loss_backward", "mean", "functional", f32)] == (1.0, None, None)
+    assert by[("elu", "alpha=1", "functional", f32)] == (None, None, None)
+    # on CPU a case keeps its own targets
+    c = next(c for c in bench_cases.all_cases() if c.op == "elu_backward")
+    assert bench_cases.targets(c, "cpu") == (c.target_ratio, c.target_pct, c.target_overhead)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message when no GPU is visible")
+def test_cuda_without_a_gpu(capsys):
+    assert main(["bench", "--tiny", "--device", "cuda", "--op", OP]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_one_op_tiny_cuda(tmp_path):
+    rc = main(["bench", "--tiny", "--device", "cuda", "--out", str(tmp_path), "--op", OP, "--dtype", "float32"])
+    assert rc == 0
+    (js,) = tmp_path.glob("*-cuda-tiny.json")
+    report = json.loads(js.read_text())
+    assert report["meta"]["device"] == "cuda" and report["meta"]["gpu"]
+    assert report["cases"] and all(r["status"] == "ok" and r["note"] == "" for r in report["cases"])

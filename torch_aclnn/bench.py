@@ -1,4 +1,4 @@
-"""``python -m torch_aclnn bench``: CPU benchmarks of every operator against aten.
+"""``python -m torch_aclnn bench``: benchmarks of every operator against aten (CPU, or CUDA with --device cuda).
 
 For every case in torch_aclnn/bench_cases.py: the torch_aclnn call, the aten
 call a user would otherwise make, and a bandwidth reference are timed in the
@@ -13,8 +13,11 @@ read-only) on float32 tensors moving the same number of bytes.
 
 Output: a markdown table (printed, and written to
 benchmarks/results/<host>-<date>.md), the same data as JSON, and a PNG bar
-chart of the ratios (needs matplotlib). Operators without a CPU kernel in this
-build are skipped with a note. Speed is reported, never asserted: the exit
+chart of the ratios (needs matplotlib). Operators without a kernel for the
+device in this build are skipped with a note. On CUDA the tensors live on the
+current GPU and every timed block ends with a synchronize (torch.utils.benchmark
+does this for CUDA), so times are device times plus launch cost; targets are
+issue 8's (bench_cases.targets). Speed is reported, never asserted: the exit
 status is 0 unless the harness itself fails.
 """
 from __future__ import annotations
@@ -50,15 +53,16 @@ def _short(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-def _missing_kernel(case: Case) -> Optional[str]:
-    """Why the case cannot run in this build (None if it can)."""
+def _missing_kernel(case: Case, device: str = "cpu") -> Optional[str]:
+    """Why the case cannot run on ``device`` in this build (None if it can)."""
     if not hasattr(torch.ops.torch_aclnn, case.op):
         return f"torch_aclnn::{case.op} is not registered"
+    key = device.upper()
     try:
-        ok = torch._C._dispatch_has_computed_kernel_for_dispatch_key(case.qualname, "CPU")
+        ok = torch._C._dispatch_has_computed_kernel_for_dispatch_key(case.qualname, key)
     except RuntimeError:
         ok = False
-    return None if ok else f"{case.qualname} has no CPU kernel in this build"
+    return None if ok else f"{case.qualname} has no {key} kernel in this build"
 
 
 # ---------------------------------------------------------------------------
@@ -133,17 +137,19 @@ def _compare(ours, aten, exact: bool) -> str:
     return f"results differ from aten{' (not bitwise)' if exact else ''}: max |diff| {diff:.3g}"
 
 
-def _run_case(case: Case, size: str, rounds: int, min_run_time: float, threads: int) -> dict:
+def _run_case(case: Case, size: str, rounds: int, min_run_time: float, threads: int,
+              device: str = "cpu") -> dict:
+    ratio, pct, overhead = bench_cases.targets(case, device)
     row = {"op": case.op, "case": case.name, "dtype": _short(case.dtype), "form": case.form, "kind": case.kind,
            "aten": case.aten_name, "status": "ok", "note": "",
-           "target": {"ratio": case.target_ratio, "pct_of_reference": case.target_pct,
-                      "overhead": case.target_overhead}}
-    why = _missing_kernel(case)
+           "target": {"ratio": ratio, "pct_of_reference": pct, "overhead": overhead}}
+    why = _missing_kernel(case, device)
     if why:
         row.update(status="skipped", note=why)
         return row
     try:
-        setup = case.build(size)
+        with torch.device(device):  # the cases' factory calls create their tensors there
+            setup = case.build(size)
         r_ours, r_aten = setup.ours(), setup.aten()  # also the warm-up
         row["note"] = _compare(r_ours, r_aten, setup.exact)
         read = sum(_nbytes(t) for t in setup.reads)
@@ -154,7 +160,8 @@ def _run_case(case: Case, size: str, rounds: int, min_run_time: float, threads: 
         fns = {"ours": setup.ours, "aten": setup.aten}
         ref = None
         if case.kind == "throughput":
-            ref = _reference_fn(n_read, n_written, read + written)
+            with torch.device(device):
+                ref = _reference_fn(n_read, n_written, read + written)
             if ref is not None:
                 ref()
                 fns["reference"] = ref
@@ -211,8 +218,14 @@ def _load() -> Optional[float]:
         return None
 
 
+def _gpu() -> dict:
+    p = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return {"gpu": p.name, "gpu_sms": p.multi_processor_count, "gpu_memory_gib": round(p.total_memory / 2**30, 1),
+            "cuda": torch.version.cuda}
+
+
 def run(cases: list, size: str = "full", rounds: Optional[int] = None, min_run_time: Optional[float] = None,
-        threads: Optional[int] = None) -> dict:
+        threads: Optional[int] = None, device: str = "cpu") -> dict:
     """Measure ``cases`` at a size level; returns the report as a dict (what the JSON holds)."""
     from . import _loader, __version__
 
@@ -225,13 +238,16 @@ def run(cases: list, size: str = "full", rounds: Optional[int] = None, min_run_t
             "sizes": bench_cases.describe_sizes(size), "rounds": rounds, "min_run_time_s": min_run_time,
             "threads": threads, "cpu": _cpu_model(), "cpus": os.cpu_count(), "torch": torch.__version__,
             "torch_aclnn": __version__, "cpu_kernels": _loader.cpu_isa,
-            "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(), "load_start": _load()}
+            "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(), "load_start": _load(),
+            "device": device}
+    if device == "cuda":
+        meta.update(_gpu())
     bar = Progress(len(cases), label="bench")
     rows = []
     start = time.monotonic()
     for case in cases:
         bar.step(f"{case.op} {_short(case.dtype)} {case.form}")
-        rows.append(_run_case(case, size, rounds, min_run_time, threads))
+        rows.append(_run_case(case, size, rounds, min_run_time, threads, device))
     bar.close()
     meta.update(load_end=_load(), seconds=round(time.monotonic() - start, 1))
     return {"meta": meta, "cases": rows}
@@ -258,9 +274,15 @@ def _met_cell(row: dict) -> str:
 
 def markdown(report: dict) -> str:
     m, rows = report["meta"], report["cases"]
-    out = [f"## torch_aclnn CPU benchmarks — {m['host']}, {m['time']}\n",
-           f"torch {m['torch']}, torch_aclnn {m['torch_aclnn']} (CPU kernels {m['cpu_kernels']}, aten capability "
-           f"{m['aten_cpu_capability']}); {m['cpu']}, {m['cpus']} CPUs, {m['threads']} threads; "
+    cuda = m.get("device") == "cuda"
+    if cuda:
+        where = (f"{m['gpu']} ({m['gpu_sms']} SMs, {m['gpu_memory_gib']} GiB), CUDA {m['cuda']}; host {m['cpu']}; "
+                 "times include the launch and a synchronize per timed block")
+    else:
+        where = (f"CPU kernels {m['cpu_kernels']}, aten capability {m['aten_cpu_capability']}); {m['cpu']}, "
+                 f"{m['cpus']} CPUs, {m['threads']} threads")
+    out = [f"## torch_aclnn {'CUDA' if cuda else 'CPU'} benchmarks — {m['host']}, {m['time']}\n",
+           f"torch {m['torch']}, torch_aclnn {m['torch_aclnn']} ({where}" + (")" if cuda else "") + "; "
            f"load average {m['load_start']} at start, {m['load_end']} at end; {m['seconds']} s.",
            f"Sizes ({m['size']}): {m['sizes']}.",
            f"Each time is the median of {m['rounds']} interleaved rounds of blocked_autorange "
@@ -270,7 +292,7 @@ def markdown(report: dict) -> str:
            "sum read-only), measured in the same rounds. spread = (slowest - fastest round) / median, the larger of "
            "the two sides: a large spread means a noisy measurement."]
     cpus = m.get("cpus") or 1
-    if m["load_start"] is not None and max(m["load_start"], m["load_end"] or 0) > 0.5 * cpus:
+    if not cuda and m["load_start"] is not None and max(m["load_start"], m["load_end"] or 0) > 0.5 * cpus:
         out.append(f"\n**Note:** the machine was busy (load average above {0.5 * cpus:g} on {cpus} CPUs); "
                    "timings are noisy (multi-threaded kernels wait for preempted threads; `--threads 1` is steadier).")
     if m["size"] != "full":
@@ -363,7 +385,8 @@ def write(report: dict, out_dir: Path) -> dict:
     """Writes <host>-<date>[-size].{md,json,png}; returns {kind: path or note}."""
     out_dir.mkdir(parents=True, exist_ok=True)
     m = report["meta"]
-    stem = f"{m['host']}-{m['date']}" + ("" if m["size"] == "full" else f"-{m['size']}")
+    stem = (f"{m['host']}-{m['date']}" + ("-cuda" if m.get("device") == "cuda" else "")
+            + ("" if m["size"] == "full" else f"-{m['size']}"))
     md = out_dir / f"{stem}.md"
     md.write_text(markdown(report))
     js = out_dir / f"{stem}.json"
@@ -389,6 +412,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, help="interleaved rounds per case (default: 5, quick 3)")
     p.add_argument("--min-run-time", type=float, help="blocked_autorange min_run_time per timer and round")
     p.add_argument("--threads", type=int, help="torch threads (default: torch.get_num_threads())")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the tensors live (default cpu; cuda times against aten CUDA with issue 8's targets)")
 
 
 def select(ops=None, dtypes=None) -> list:
@@ -402,11 +427,15 @@ def main(args: argparse.Namespace) -> int:
     if not cases:
         print("no benchmark case matches the given --op/--dtype", file=sys.stderr)
         return 2
-    missing = sorted({c.op for c in cases if _missing_kernel(c) and c.overload == "default"})
+    device = args.device
+    if device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: torch sees no CUDA device", file=sys.stderr)
+        return 2
+    missing = sorted({c.op for c in cases if _missing_kernel(c, device) and c.overload == "default"})
     for op in missing:
-        print(f"note: skipping {op}: no CPU kernel for torch_aclnn::{op} in this build", file=sys.stderr)
+        print(f"note: skipping {op}: no {device.upper()} kernel for torch_aclnn::{op} in this build", file=sys.stderr)
     try:
-        report = run(cases, size, args.rounds, args.min_run_time, args.threads)
+        report = run(cases, size, args.rounds, args.min_run_time, args.threads, device)
         text = markdown(report)
         files = write(report, args.out or _default_out_dir())
     except Exception:

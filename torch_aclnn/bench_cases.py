@@ -322,6 +322,25 @@ def _overhead_cases():
             for op, build, aten in entries]
 
 
+def targets(case: Case, device: str) -> tuple:
+    """(ratio, % of reference, overhead) the case is judged against on ``device``.
+
+    CPU: the case's own (issue 6). CUDA (issue 8, on an H100-class GPU): every
+    backward >= 1.0x aten CUDA, upsample backwards at scale 2 >= 1.5x, and the
+    elementwise backwards (elu, smooth_l1 'none') >= 80% of the bandwidth
+    reference; forwards and 1-element calls are reported without a target.
+    """
+    if device == "cpu":
+        return case.target_ratio, case.target_pct, case.target_overhead
+    if case.kind == "overhead" or not case.op.endswith("_backward"):
+        return None, None, None
+    if case.op.startswith("upsample") and case.name.startswith("scale 2 "):
+        return 1.5, None, None
+    if case.op == "elu_backward" or (case.op == "smooth_l1_loss_backward" and case.name == "none"):
+        return 1.0, 80.0, None
+    return 1.0, None, None
+
+
 def all_cases() -> list[Case]:
     return _upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _overhead_cases()
 

@@ -1,0 +1,80 @@
+"""CUDA-only behaviour (skipped where torch sees no GPU or the build has no
+CUDA kernels): the kernels run on the current stream, CUDA graph capture and
+replay give the eager results, the device guard follows the input, and an
+invalid max_unpool3d index raises the spec's IndexError on the device too.
+
+Everything else runs on CUDA through the device-parametrised generic tests
+(tests/test_common.py, tests/test_upsample.py) and through
+`pytest --default-device cuda` over the per-family test files."""
+import pytest
+import torch
+
+from torch_aclnn import _loader
+from torch_aclnn.testing import OPS
+
+pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _loader.has_cuda_kernels()),
+                                reason="needs a CUDA device and a build with the CUDA kernels")
+
+OP_NAMES = list(OPS)
+
+
+def _sample(name, dtype=torch.float32):
+    return next(iter(OPS[name].samples("cuda", dtype)))
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_runs_on_the_current_stream(name):
+    """A result computed on a side stream is complete once that stream is synchronised."""
+    info = OPS[name]
+    s = _sample(name)
+    eager = info.op(*s.args, **s.kwargs)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            out = info.op(*s.args, **s.kwargs)
+    side.synchronize()
+    assert torch.equal(out, eager) or torch.allclose(out, eager, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_cuda_graph_replay_matches_eager(name):
+    info = OPS[name]
+    s = _sample(name)
+    eager = info.op(*s.args, **s.kwargs)
+    side = torch.cuda.Stream()  # warm-up on a side stream, as torch.cuda.graph's docs ask
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        info.op(*s.args, **s.kwargs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = info.op(*s.args, **s.kwargs)
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(captured, eager, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_second_device(name):
+    info = OPS[name]
+    s = _sample(name).map_tensors(lambda t: t.to("cuda:1"))
+    out = info.op(*s.args, **s.kwargs)
+    assert out.device == torch.device("cuda:1")
+
+
+@pytest.mark.parametrize("op", ["max_unpool3d", "max_unpool3d_backward"])
+def test_invalid_index_raises_on_device(op):
+    x = torch.randn(1, 2, 2, 2, 2, device="cuda")
+    idx = torch.zeros(1, 2, 2, 2, 2, dtype=torch.int64, device="cuda")
+    idx[0, 1, 1, 0, 1] = 64  # output plane is 4*4*4 = 64 elements: 64 is out of range
+    args = (x, idx, [4, 4, 4], [2, 2, 2], [0, 0, 0])
+    with pytest.raises(IndexError, match=r"\[torch_aclnn 161002\].*64"):
+        if op == "max_unpool3d":
+            torch.ops.torch_aclnn.max_unpool3d(*args)
+        else:
+            go = torch.randn(1, 2, 4, 4, 4, device="cuda")
+            torch.ops.torch_aclnn.max_unpool3d_backward(go, *args)
+    # the device is still usable afterwards
+    assert torch.ops.torch_aclnn.max_unpool3d(x, idx.clamp(max=63), [4, 4, 4], [2, 2, 2], [0, 0, 0]).isfinite().all()
