@@ -74,7 +74,7 @@ def test_max_unpool3d_forward_many_planes_over_2_31(timed):
     indices (a permutation per plane) expanded over N (stride 0)."""
     _need(6 * GiB)
     x = _planes_int8(BIG_H, BIG_W)
-    perm = torch.randperm(BIG_W, generator=torch.Generator().manual_seed(0))
+    perm = torch.randperm(BIG_W, generator=torch.Generator().manual_seed(0), device="cpu").to(x.device)
     idx = perm.view(1, 1, 1, 1, BIG_W).expand(BIG_H, 1, 1, 1, BIG_W)
     out = ops.max_unpool3d(x, idx, [1, 1, BIG_W], [1, 1, 1], [0, 0, 0])
     assert out.numel() > 2 ** 31
@@ -88,7 +88,7 @@ def test_max_unpool3d_backward_many_planes_over_2_31(timed):
     _need(6 * GiB)
     g = _planes_int8(BIG_H, BIG_W)
     self = torch.zeros((), dtype=torch.int8).expand(BIG_H, 1, 1, 1, BIG_W)  # only shape and dtype are read
-    perm = torch.randperm(BIG_W, generator=torch.Generator().manual_seed(1))
+    perm = torch.randperm(BIG_W, generator=torch.Generator().manual_seed(1), device="cpu").to(g.device)
     idx = perm.view(1, 1, 1, 1, BIG_W).expand(BIG_H, 1, 1, 1, BIG_W)
     out = ops.max_unpool3d_backward(g, self, idx, [1, 1, BIG_W], [1, 1, 1], [0, 0, 0])
     assert out.numel() > 2 ** 31

@@ -154,8 +154,9 @@ def test_repeated_indices_deterministic():
     """Same bits on every run and thread count, and under
     torch.use_deterministic_algorithms(True), equal to the spec's rule."""
     g = torch.Generator().manual_seed(3)
-    x = torch.randn(2, 8, 8, 8, 8, generator=g)
-    idx = torch.randint(0, 64, x.shape, generator=g)  # 512 values per plane onto 64 of 512 positions
+    dev = torch.get_default_device()
+    x = torch.randn(2, 8, 8, 8, 8, generator=g, device="cpu").to(dev)
+    idx = torch.randint(0, 64, x.shape, generator=g, device="cpu").to(dev)  # 512 values per plane onto 64 of 512 positions
     expected = reference_forward(x, idx, [8, 8, 8], [1, 1, 1], [0, 0, 0]).float()
     threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     try:
@@ -172,15 +173,19 @@ def test_repeated_indices_deterministic():
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64])
 def test_integer_dtypes(dtype):
-    """aten's CPU max_unpool3d has no integer dtype; ours has all five, exact
-    (int64 beyond 2**53 too)."""
+    """aten's CPU max_unpool3d has no integer dtype (its CUDA one has); ours
+    has all five, exact (int64 beyond 2**53 too)."""
     x = make_layout(torch.randn(2, 3, 4, 6, 4), "sliced")
     y, idx = F.max_pool3d(x, 2, return_indices=True)
     info = torch.iinfo(dtype)
     vals = torch.randint(info.min, info.max, y.shape, dtype=torch.int64).to(dtype)
-    with pytest.raises(NotImplementedError):
-        torch.ops.aten.max_unpool3d(vals, idx, [4, 6, 4], [2, 2, 2], [0, 0, 0])
     expected = torch.zeros(2, 3, 4 * 6 * 4, dtype=dtype).scatter_(2, idx.flatten(2), vals.flatten(2))
+    if vals.device.type == "cpu":
+        with pytest.raises(NotImplementedError):
+            torch.ops.aten.max_unpool3d(vals, idx, [4, 6, 4], [2, 2, 2], [0, 0, 0])
+    else:
+        aten = torch.ops.aten.max_unpool3d(vals, idx, [4, 6, 4], [2, 2, 2], [0, 0, 0])
+        assert torch.equal(aten, expected.view(2, 3, 4, 6, 4))
     assert torch.equal(ta.max_unpool3d(vals, idx, 2), expected.view(2, 3, 4, 6, 4))
     go = torch.randint(info.min, info.max, (2, 3, 4, 6, 4), dtype=torch.int64).to(dtype)
     assert torch.equal(ta.max_unpool3d_backward(go, vals, idx, [4, 6, 4], [2, 2, 2], [0, 0, 0]),
@@ -256,8 +261,9 @@ def test_out_aliasing_grad_output():
     """out= that is grad_output itself (same shape when the unpool is a
     permutation) gives the gather of the original values."""
     g = torch.Generator().manual_seed(5)
-    go = torch.randn(2, 3, 2, 3, 4, generator=g)
-    idx = torch.stack([torch.randperm(24, generator=g) for _ in range(6)]).view(2, 3, 2, 3, 4)
+    dev = torch.get_default_device()
+    go = torch.randn(2, 3, 2, 3, 4, generator=g, device="cpu").to(dev)
+    idx = torch.stack([torch.randperm(24, generator=g, device="cpu") for _ in range(6)]).view(2, 3, 2, 3, 4).to(dev)
     expected = reference_backward(go, go, idx, [2, 3, 4], [1, 1, 1], [0, 0, 0]).float()
     res = ta.max_unpool3d_backward(go, go, idx, [2, 3, 4], [1, 1, 1], [0, 0, 0], out=go)
     assert res is go

@@ -66,15 +66,17 @@ def make_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
     raise ValueError(f"unknown layout {layout!r}")
 
 
-def make_tensor(shape: Sequence[int], dtype: torch.dtype, device="cpu", *, low: float = -4.0,
+def make_tensor(shape: Sequence[int], dtype: torch.dtype, device=None, *, low: float = -4.0,
                 high: float = 4.0, layout: str = "contiguous", requires_grad: bool = False,
                 generator: Optional[torch.Generator] = None) -> torch.Tensor:
-    """Random values in [low, high) (integers for integer dtypes) in a layout."""
+    """Random values in [low, high) (integers for integer dtypes) in a layout, on ``device``
+    (default: torch's default device). Values are drawn on the CPU (from ``generator``, a CPU
+    generator, if given), so a seed gives the same values on every device."""
     if dtype.is_floating_point:
-        t = torch.rand(shape, dtype=torch.float64, generator=generator) * (high - low) + low
+        t = torch.rand(shape, dtype=torch.float64, generator=generator, device="cpu") * (high - low) + low
     else:
-        t = torch.randint(int(low), int(high), shape, dtype=torch.int64, generator=generator)
-    t = make_layout(t.to(dtype=dtype, device=device), layout)
+        t = torch.randint(int(low), int(high), shape, dtype=torch.int64, generator=generator, device="cpu")
+    t = make_layout(t.to(dtype=dtype, device=device if device is not None else torch.get_default_device()), layout)
     if requires_grad:
         t.requires_grad_(True)
     return t

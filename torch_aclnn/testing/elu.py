@@ -288,9 +288,9 @@ def ulp_table(n: int = 1_000_003, seed: int = 0) -> dict:
     from ..ops import elu as api
 
     gen = torch.Generator().manual_seed(seed)
-    base = torch.cat([torch.rand(n // 2, generator=gen, dtype=torch.float64) * 25 - 20,
-                      torch.randn(n - n // 2, generator=gen, dtype=torch.float64) * 1e-2])
-    grad = torch.randn(n, generator=gen, dtype=torch.float64)
+    base = torch.cat([torch.rand(n // 2, generator=gen, dtype=torch.float64, device="cpu") * 25 - 20,
+                      torch.randn(n - n // 2, generator=gen, dtype=torch.float64, device="cpu") * 1e-2])
+    grad = torch.randn(n, generator=gen, dtype=torch.float64, device="cpu")
     forwards = {
         "elu": (lambda x: api.elu(x), lambda x: F.elu(x), (1.0, 1.0, 1.0)),
         "elu(0.5)": (lambda x: api.elu(x, 0.5), lambda x: F.elu(x, 0.5), (0.5, 1.0, 1.0)),

@@ -58,7 +58,7 @@ def aten_backward(grad_output, self, indices, output_size, stride, padding):
 # torch_aclnn.ops.max_unpool).
 
 def _pooled(shape, kernel, stride, padding, gen):
-    x = torch.rand(shape, dtype=torch.float64, generator=gen)
+    x = torch.rand(shape, dtype=torch.float64, generator=gen, device="cpu")
     _, idx = F.max_pool3d(x, kernel, stride, padding, return_indices=True)
     return idx, list(shape[-3:])
 
@@ -66,13 +66,13 @@ def _pooled(shape, kernel, stride, padding, gen):
 def _permuted(lead, spatial, output_size, gen):
     S, oS = math.prod(spatial), math.prod(output_size)
     P = math.prod(lead)
-    idx = torch.stack([torch.randperm(oS, generator=gen)[:S] for _ in range(P)]) if P else \
-        torch.empty(0, S, dtype=torch.int64)
+    idx = torch.stack([torch.randperm(oS, generator=gen, device="cpu")[:S] for _ in range(P)]) if P else \
+        torch.empty(0, S, dtype=torch.int64, device="cpu")
     return idx.reshape(*lead, *spatial)
 
 
 def _with_replacement(lead, spatial, output_size, gen):
-    return torch.randint(0, math.prod(output_size), (*lead, *spatial), generator=gen)
+    return torch.randint(0, math.prod(output_size), (*lead, *spatial), generator=gen, device="cpu")
 
 
 _EVERY_LAYOUT = ("pool k2 s2", "duplicates")

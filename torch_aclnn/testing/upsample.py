@@ -44,10 +44,12 @@ def reference_forward(mode, self, output_size, scales_d=None, scales_h=None, sca
 def reference_backward(mode, grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
     d, h, w = _tables(mode, input_size, output_size, (scales_d, scales_h, scales_w))
     g = grad_output.detach().to(torch.float64)
+    d, h, w = (t.to(g.device) for t in (d, h, w))
     n, c = input_size[0], input_size[1]
-    g = torch.zeros(n, c, *g.shape[2:4], input_size[4], dtype=torch.float64).index_add_(4, w, g)
-    g = torch.zeros(n, c, g.shape[2], input_size[3], input_size[4], dtype=torch.float64).index_add_(3, h, g)
-    return torch.zeros(list(input_size), dtype=torch.float64).index_add_(2, d, g)
+    f64 = dict(dtype=torch.float64, device=g.device)
+    g = torch.zeros(n, c, *g.shape[2:4], input_size[4], **f64).index_add_(4, w, g)
+    g = torch.zeros(n, c, g.shape[2], input_size[3], input_size[4], **f64).index_add_(3, h, g)
+    return torch.zeros(list(input_size), **f64).index_add_(2, d, g)
 
 
 # ---------------------------------------------------------------------------
