@@ -63,6 +63,15 @@ def extensions():
     # C++20: recent torch headers need it, and every torch >= 2.6 accepts it.
     cxx = ["-std=c++20", "-fopenmp", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"] + opt
     ldflags = ["-fopenmp"]
+    if platform.system() == "Linux":
+        # Link the C++ runtime as a shared library even where the compiler
+        # driver is set up to link it statically (some CUDA images wrap g++
+        # with -static-libstdc++). An extension with a private copy of
+        # libstdc++ throws its exceptions (TORCH_CHECK_VALUE & co. throw from
+        # our code, not from libc10) through another C++ runtime than the one
+        # torch catches them with: seen to segfault or abort the process
+        # instead of raising ValueError. tests/test_build.py checks the result.
+        ldflags += ["-Wl,--push-state,-Bdynamic,--no-as-needed", "-lstdc++", "-Wl,--pop-state"]
     if _env("TORCH_ACLNN_ASAN"):
         cxx += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1"]
         ldflags += ["-fsanitize=address,undefined"]
