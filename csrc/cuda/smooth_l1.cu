@@ -32,6 +32,7 @@
 #include <torch/library.h>
 
 #include <array>
+#include <limits>
 
 namespace torch_aclnn::smooth_l1 {
 namespace {
@@ -130,6 +131,11 @@ OffsetCalculator<2, index_t> strided_offsets(const at::TensorIterator& iter) {
 at::Tensor loss_reduced(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
   auto iter = at::TensorIteratorConfig().add_const_input(self).add_const_input(target).build();
   at::Tensor out = at::empty({}, self.options());
+  if (iter.numel() == 0) {
+    // 'mean' of no elements is 0 / 0 = NaN, 'sum' is 0, as in torch. (No
+    // launch: an OffsetCalculator over a size-0 dimension is not valid.)
+    return out.fill_(reduction == kMean ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+  }
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "smooth_l1_loss_cuda", [&] {
     const bool dense = iter.numel() > 0 && iter.ndim() == 1 && iter.strides(0)[0] == sizeof(scalar_t) &&
                        iter.strides(1)[0] == sizeof(scalar_t);
