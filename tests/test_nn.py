@@ -214,8 +214,11 @@ def test_autocast_dtypes_match_torch():
     dev = x.device.type
     with torch.autocast(dev, torch.bfloat16):
         xb = x.bfloat16()
-        for name, args in [("Upsample", dict(scale_factor=2)), ("ELU", {}), ("SELU", {}), ("CELU", {})]:
-            assert getattr(tann, name)(**args)(xb).dtype == getattr(tnn, name)(**args)(xb).dtype
+        for name, args in [("Upsample", dict(scale_factor=2)), ("Upsample", dict(scale_factor=2, mode="nearest-exact")),
+                           ("ELU", {}), ("SELU", {}), ("CELU", {})]:
+            got, want = getattr(tann, name)(**args)(xb), getattr(tnn, name)(**args)(xb)
+            assert got.dtype == want.dtype, name
+            torch.testing.assert_close(got, want)
         got, want = tann.SmoothL1Loss()(xb, t.bfloat16()), tnn.SmoothL1Loss()(xb, t.bfloat16())
         assert got.dtype == want.dtype == torch.float32
         torch.testing.assert_close(got, want)
@@ -223,6 +226,18 @@ def test_autocast_dtypes_match_torch():
         got, want = tann.MaxUnpool3d(2)(p, i), tnn.MaxUnpool3d(2)(p, i)
         assert got.dtype == want.dtype == (torch.float32 if dev == "cpu" else torch.bfloat16)  # no CUDA rule
         torch.testing.assert_close(got, want)
+
+
+def test_autocast_rules_follow_aten():
+    """Our fp32 autocast rules are exactly where aten's counterpart has an autocast kernel."""
+    from torch_aclnn import _autocast
+    keys = {"cpu": "AutocastCPU", "cuda": "AutocastCUDA"}
+    aten = {(ours, dev) for ours, name in _autocast.ATEN_COUNTERPART.items() for dev, key in keys.items()
+            if torch._C._dispatch_has_kernel_for_dispatch_key(name, key)}
+    assert set(_autocast.FP32_RULES) == aten
+    for op, dev in _autocast.FP32_RULES:
+        if torch._C._is_autocast_available(dev):
+            assert torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", keys[dev])
 
 
 def test_modules_compile_fullgraph():

@@ -1,10 +1,12 @@
 """Autocast policy of the forward operators: the same as aten's op of the same name.
 
-Under ``torch.autocast``, aten runs smooth_l1_loss (CPU and CUDA) and
-max_unpool3d (CPU) in float32: float16/bfloat16 inputs are cast up, and the
-result is float32. upsample_nearest3d / _upsample_nearest_exact3d and elu have
-no autocast rule (they run in the input's dtype); neither do the torch_aclnn
-operators then. Registering the same rules here keeps ``torch_aclnn.patch()``
+Under ``torch.autocast``, aten runs smooth_l1_loss (CPU and CUDA),
+max_unpool3d (CPU) and upsample_nearest3d / _upsample_nearest_exact3d (CUDA)
+in float32: float16/bfloat16 inputs are cast up, and the result is float32.
+elu, and the others on the other device, have no autocast rule (they run in
+the input's dtype); neither do the torch_aclnn operators then.
+tests/test_nn.py checks that this table names exactly the (operator, device)
+pairs whose aten counterpart has an autocast kernel. Registering the same rules here keeps ``torch_aclnn.patch()``
 and the torch_aclnn.nn modules drop-in under autocast (tests/test_patch.py
 compares the dtypes and values with torch's).
 """
@@ -17,7 +19,18 @@ FP32_RULES = (
     ("smooth_l1_loss", "cpu"),
     ("smooth_l1_loss", "cuda"),
     ("max_unpool3d", "cpu"),
+    ("upsample_nearest3d", "cuda"),
+    ("upsample_nearest_exact3d", "cuda"),
 )
+
+# Our operator -> the aten operator whose autocast rule it follows.
+ATEN_COUNTERPART = {
+    "upsample_nearest3d": "aten::upsample_nearest3d",
+    "upsample_nearest_exact3d": "aten::_upsample_nearest_exact3d",
+    "elu": "aten::elu",
+    "smooth_l1_loss": "aten::smooth_l1_loss",
+    "max_unpool3d": "aten::max_unpool3d",
+}
 
 
 def register() -> None:
