@@ -11,7 +11,7 @@ from torch_aclnn.testing import OPS
 
 def _samples(info, dtype=None):
     dtype = dtype or (torch.float32 if torch.float32 in info.dtypes else info.dtypes[0])
-    return list(info.samples("cpu", dtype))
+    return list(info.samples(torch.get_default_device(), dtype))
 
 
 def _run_all(info, samples):

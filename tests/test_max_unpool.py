@@ -250,7 +250,7 @@ def test_out_variant_writes_in_place(dtype):
     """out= (contiguous, as row 1 requires) over every backward sample: the
     result is written into out and equals the functional result."""
     info = OPS["max_unpool3d_backward"]
-    for s in info.samples("cpu", dtype):
+    for s in info.samples(torch.get_default_device(), dtype):
         expected = info.op(*s.args)
         out = torch.full(expected.shape, 7, dtype=dtype)
         assert info.out_op(*s.args, grad_input=out) is None
