@@ -113,7 +113,7 @@ for op_name in ("upsample_nearest3d", "upsample_nearest_exact3d"):
 
 # --- elu / elu_backward (spec §3) -------------------------------------------
 _v = torch.tensor([-2.0, -0.5, 0.0, 0.5, 3.0])
-for label, a in (("nan", float("nan")), ("inf", float("inf")), ("-inf", float("-inf")), ("huge", 1e308)):
+for label, a in (("nan", float("nan")), ("inf", float("inf")), ("-inf", float("-inf"))):
     # Any real number is a valid parameter; the formula decides the result.
     case(f"elu alpha {label}", matches(lambda a=a: __import__("reference").elu_forward(_v, a, 1.0, 1.0)))(
         lambda a=a: ops.elu(_v, a, 1.0, 1.0))
@@ -122,6 +122,16 @@ for label, a in (("nan", float("nan")), ("inf", float("inf")), ("-inf", float("-
     case(f"elu_backward scale {label}", matches(
         lambda a=a: __import__("reference").elu_backward(_v, 1.0, a, 1.0, False, _v)))(
         lambda a=a: ops.elu_backward(_v, 1.0, a, 1.0, False, _v))
+# A finite parameter beyond float32's range is refused for tensors computed in
+# float32 (as aten's Scalar conversion refuses it); float64 tensors take it.
+for arg, call in (("alpha", lambda: ops.elu(_v, 1e308, 1.0, 1.0)),
+                  ("input_scale", lambda: ops.elu(_v, 1.0, 1.0, -1e308)),
+                  ("scale", lambda: ops.elu_backward(_v.half(), 1.0, 1e39, 1.0, False, _v.half()))):
+    fn = "elu_backward" if arg == "scale" else "elu"
+    case(f"{fn} {arg} huge", raises("ValueError", CODE + rf"{fn}: {arg} must fit in float32 .* got -?1e\+\d+"))(call)
+case("elu alpha huge float64", matches(
+    lambda: __import__("reference").elu_forward(_v.double(), 1e308, 1.0, 1.0)))(
+    lambda: ops.elu(_v.double(), 1e308, 1.0, 1.0))
 case("elu alpha negative", matches(lambda: __import__("reference").elu_forward(_v, -1.5, 1.0, 1.0)))(
     lambda: ops.elu(_v, -1.5, 1.0, 1.0))
 case("elu_backward is_result alpha negative", raises("ValueError", CODE + r"elu_backward: .*alpha"))(
@@ -221,19 +231,9 @@ case("max_unpool3d_backward self 9-d", raises("ValueError", CODE + r"max_unpool3
                                       [1, 1, 1], *_sp))
 
 
-# Known failures (kernel findings, reported; the kernels are not changed here).
-_PARAM_OVERFLOW = ("a parameter finite in float64 but beyond float32's range (1e308) becomes inf in the float32 "
-                   "kernel, and inf * 0 at x == 0 gives NaN where the spec's formula gives 0 "
-                   "(aten refuses such a Scalar: 'value cannot be converted to type float without overflow')")
-_PROD_OVERFLOW = ("prod(output_size) is computed with int64 wrap-around: the call is rejected, but as "
-                  "'prod(output_size) must be >= D*H*W of self' with 0 or -2**63 elements, not as an overflow")
-XFAIL = {
-    "elu alpha huge": _PARAM_OVERFLOW,
-    "elu input_scale huge": _PARAM_OVERFLOW,
-    "elu_backward scale huge": _PARAM_OVERFLOW,
-    "max_unpool3d output_size 2**40 each": _PROD_OVERFLOW,
-    "max_unpool3d output_size product == 2**63": _PROD_OVERFLOW,
-}
+# Known failures (kernel findings, reported; the kernels are not changed here):
+# name -> reason, run as strict xfails. None open at present.
+XFAIL: dict = {}
 
 
 # ---------------------------------------------------------------------------

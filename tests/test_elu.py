@@ -2,6 +2,8 @@
 the worked example, the x == 0 rule, parity with torch.nn.functional and aten
 (values in ulps, gradients, double gradients), layout independence, out=
 behaviour, the Python API's own errors, and a compiled training step."""
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -325,11 +327,20 @@ def test_celu_non_real_alpha_reaches_contract():
 
 
 def test_scalar_kinds():
-    """Python int and float scalars are accepted and mean the same value;
-    huge ones saturate in float32 arithmetic instead of raising."""
+    """Python int and float scalars are accepted and mean the same value. A
+    finite value beyond float32's range is refused for tensors computed in
+    float32 (as aten refuses to convert it); float64 tensors take it, and
+    +-inf is a value like any other."""
     x = torch.randn(64)
     assert torch.equal(ta.elu(x, 2, scale=3, input_scale=1), ta.elu(x, 2.0, scale=3.0, input_scale=1.0))
-    assert torch.isinf(ta.elu(torch.tensor([-1.0]), 1e300)).all()
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] elu: alpha must fit in float32"):
+            ta.elu(torch.tensor([-1.0, 0.0], dtype=dtype), 1e300)
+        with pytest.raises(ValueError, match=r"elu_backward: input_scale must fit in float32"):
+            ta.elu_backward(torch.ones(2, dtype=dtype), 1.0, 1.0, -1e39, False, torch.zeros(2, dtype=dtype))
+    got = ta.elu(torch.tensor([-1.0, 0.0], dtype=torch.float64), 1e300)
+    assert torch.equal(got, torch.tensor([1e300 * math.expm1(-1.0), 0.0], dtype=torch.float64))
+    assert torch.isinf(ta.elu(torch.tensor([-1.0]), float("inf"))).all()
 
 
 # ---------------------------------------------------------------------------

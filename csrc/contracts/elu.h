@@ -8,6 +8,9 @@
 #include <c10/core/Scalar.h>
 #include <c10/core/ScalarType.h>
 
+#include <cmath>
+#include <limits>
+
 namespace torch_aclnn::elu {
 
 constexpr int64_t kMaxDims = 8;
@@ -25,12 +28,20 @@ inline void check_rank(const char* op, const char* arg, const at::Tensor& t) {
                     "-D with shape ", fmt_list(t.sym_sizes()));
 }
 
-// alpha, scale, input_scale: real numbers (int or float). Returns the value
-// as a double (a symbolic scalar is specialised to its value).
-inline double check_scalar(const char* op, const char* arg, const c10::Scalar& s) {
+// alpha, scale, input_scale: real numbers (int or float), representable in
+// the kernel's compute type: float32 for float32/float16/bfloat16 tensors
+// (as aten's Scalar conversion: a finite value beyond float32's range is
+// refused, +-inf and NaN are kept). Otherwise 1e308 would become inf in the
+// kernel, and inf * 0 at x == 0 NaN where the formula gives 0. Returns the
+// value as a double (a symbolic scalar is specialised to its value).
+inline double check_scalar(const char* op, const char* arg, const c10::Scalar& s, at::ScalarType dtype) {
   ACLNN_CHECK_TYPE(!s.isComplex() && !s.isBoolean(), op, arg, " must be a real number (int or float), got ",
                    s.isComplex() ? "complex " : "bool ", s);
-  return s.toDouble();
+  const double v = s.toDouble();
+  ACLNN_CHECK_VALUE(dtype == at::kDouble || !std::isfinite(v) ||
+                        std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max()),
+                    op, arg, " must fit in float32 (the compute type of ", dtype, " tensors), got ", v);
+  return v;
 }
 
 // The scalar parameters of one call, as doubles.
@@ -39,16 +50,16 @@ struct Params {
 };
 
 inline Params check_params(const char* op, const c10::Scalar& alpha, const c10::Scalar& scale,
-                           const c10::Scalar& input_scale) {
-  return {check_scalar(op, "alpha", alpha), check_scalar(op, "scale", scale),
-          check_scalar(op, "input_scale", input_scale)};
+                           const c10::Scalar& input_scale, at::ScalarType dtype) {
+  return {check_scalar(op, "alpha", alpha, dtype), check_scalar(op, "scale", scale, dtype),
+          check_scalar(op, "input_scale", input_scale, dtype)};
 }
 
 inline Params check_forward(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
                             const c10::Scalar& input_scale) {
   constexpr const char* op = "elu";
   check_dtype(op, "self", self.scalar_type());
-  const Params p = check_params(op, alpha, scale, input_scale);
+  const Params p = check_params(op, alpha, scale, input_scale, self.scalar_type());
   check_rank(op, "self", self);
   return p;
 }
@@ -72,7 +83,7 @@ inline Params check_backward(const at::Tensor& grad_output, const c10::Scalar& a
   ACLNN_CHECK_TYPE(grad_output.scalar_type() == self_or_result.scalar_type(), op,
                    "self_or_result must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
                    self_or_result.scalar_type());
-  const Params p = check_params(op, alpha, scale, input_scale);
+  const Params p = check_params(op, alpha, scale, input_scale, grad_output.scalar_type());
   if (grad_input.defined()) {
     ACLNN_CHECK_TYPE(holds(grad_input.scalar_type(), grad_output.scalar_type()), op,
                      "grad_input's dtype must hold grad_output's dtype ", grad_output.scalar_type(),

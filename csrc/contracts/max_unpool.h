@@ -110,6 +110,15 @@ inline void check_lists(const char* op, c10::SymIntArrayRef output_size, at::Int
 // Row 10: the pooled tensor cannot have more elements per plane than the
 // volume it unpools into.
 inline void check_volume(const char* op, const at::Tensor& self, c10::SymIntArrayRef output_size) {
+  // The product itself must fit in int64 (checked where the sizes are
+  // concrete; 2^21 per axis would wrap to -2^63).
+  int64_t prod = 1;
+  for (const c10::SymInt& e : output_size) {
+    const auto v = e.maybe_as_int();
+    if (!v) break;
+    ACLNN_CHECK_VALUE(!__builtin_mul_overflow(prod, *v, &prod), op,
+                      "prod(output_size) overflows int64, got output_size ", fmt_list(output_size));
+  }
   const auto s = self.sym_sizes();
   const int64_t d = self.dim() - 3;
   const c10::SymInt in_volume = s[d] * s[d + 1] * s[d + 2];
