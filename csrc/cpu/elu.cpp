@@ -15,6 +15,7 @@
 // strided inputs) it uses std::exp/std::expm1: measured up to 2 ulp apart in
 // float32/float64, 1 ulp in float16 (torch_aclnn.testing.elu.ulp_table).
 // half/bfloat16 compute in float32 and round once.
+#include "common/out.h"
 #include "contracts/elu.h"
 
 // GCC 12 flags the _mm512_undefined_*() placeholders inside its own
@@ -207,19 +208,6 @@ at::Tensor backward_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha,
   return grad_input;
 }
 
-// out may be written element by element while the inputs are read when it
-// shares no memory with `in`, or is exactly `in` (same address, same strides).
-bool safe_to_write(const at::Tensor& out, const at::Tensor& in) {
-  switch (at::get_overlap_status(out, in)) {
-    case at::MemOverlapStatus::No:
-      return true;
-    case at::MemOverlapStatus::Full:
-      return out.const_data_ptr() == in.const_data_ptr() && out.strides() == in.strides();
-    default:
-      return false;
-  }
-}
-
 void backward_out_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
                       const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
                       at::Tensor& grad_input) {
@@ -228,14 +216,12 @@ void backward_out_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, c
   if (grad_input.numel() == 0) return;
   // Any strides are written in place; a wider dtype or memory shared with an
   // input goes through a temporary in grad_output's dtype (widened exactly).
-  if (grad_input.scalar_type() == grad_output.scalar_type() && safe_to_write(grad_input, grad_output) &&
-      safe_to_write(grad_input, self_or_result)) {
-    backward_into(grad_output, p, is_result, self_or_result, grad_input);
-  } else {
-    at::Tensor tmp = at::empty_like(grad_output, c10::MemoryFormat::Preserve);
-    backward_into(grad_output, p, is_result, self_or_result, tmp);
-    grad_input.copy_(tmp);
-  }
+  write_out(
+      grad_input,
+      grad_input.scalar_type() == grad_output.scalar_type() &&
+          elementwise_safe_to_write(grad_input, grad_output) && elementwise_safe_to_write(grad_input, self_or_result),
+      [&] { return at::empty_like(grad_output, c10::MemoryFormat::Preserve); },
+      [&](at::Tensor& dst) { backward_into(grad_output, p, is_result, self_or_result, dst); });
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 // Every index is range-checked before it is used (row 15): an index outside
 // [0, oD*oH*oW) is never read through or written through; the first offending
 // position in self's logical order is reported, whatever the thread count.
+#include "common/out.h"
 #include "contracts/max_unpool.h"
 #include "cpu/cpu_utils.h"
 
@@ -335,14 +336,10 @@ void backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, con
   const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
   // grad_input is contiguous (row 1): write straight into it unless it shares
   // memory with what the kernel reads.
-  if (at::get_overlap_status(grad_input, grad_output) == at::MemOverlapStatus::No &&
-      at::get_overlap_status(grad_input, indices) == at::MemOverlapStatus::No) {
-    backward_into(grad_output, self, indices, out_size, grad_input, MemoryFormat::Contiguous);
-  } else {
-    at::Tensor tmp = at::empty(self.sizes(), grad_output.options());
-    backward_into(grad_output, self, indices, out_size, tmp, MemoryFormat::Contiguous);
-    grad_input.copy_(tmp);
-  }
+  write_out(
+      grad_input, shares_no_memory(grad_input, {&grad_output, &indices}),
+      [&] { return at::empty(self.sizes(), grad_output.options()); },
+      [&](at::Tensor& dst) { backward_into(grad_output, self, indices, out_size, dst, MemoryFormat::Contiguous); });
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 // order. The result therefore does not depend on the number of threads, and
 // its error is that of the per-element opmath losses plus ~1 rounding of the
 // output dtype ('mean' divides the float64 sum by the element count).
+#include "common/out.h"
 #include "contracts/smooth_l1.h"
 
 #include <ATen/Dispatch.h>
@@ -358,18 +359,10 @@ void backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, con
   at::assert_no_internal_overlap(grad_input);
   // Write straight into grad_input (any strides) unless it shares memory with
   // an input; then compute into a temporary and copy.
-  bool shares = false;
-  for (const at::Tensor* t : {&grad_output, &self, &target}) {
-    shares = shares || (grad_input.is_alias_of(*t) &&
-                        at::get_overlap_status(grad_input, *t) != at::MemOverlapStatus::No);
-  }
-  if (!shares) {
-    backward_into(grad_output, self, target, reduction, beta, p.dtype, grad_input);
-  } else {
-    at::Tensor tmp = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype));
-    backward_into(grad_output, self, target, reduction, beta, p.dtype, tmp);
-    grad_input.copy_(tmp);
-  }
+  write_out(
+      grad_input, shares_no_memory(grad_input, {&grad_output, &self, &target}),
+      [&] { return at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype)); },
+      [&](at::Tensor& dst) { backward_into(grad_output, self, target, reduction, beta, p.dtype, dst); });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // of grad_output in (d, h, w) order, starting from +0.0, in opmath (float32
 // for half/bfloat16), rounded once. Per-axis window tables replace per-element
 // float math; the work is split over all rows / pixels of grad_input.
+#include "common/out.h"
 #include "contracts/upsample.h"
 #include "cpu/cpu_utils.h"
 
@@ -332,18 +333,14 @@ void backward_out_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_
   // Write straight into grad_input when it is dense in a layout the kernel
   // produces and shares no memory with grad_output; otherwise go through a
   // temporary.
-  MemoryFormat fmt = result_format(grad_output);
-  if (!grad_input.is_contiguous(fmt)) {
-    fmt = fmt == MemoryFormat::Contiguous ? MemoryFormat::ChannelsLast3d : MemoryFormat::Contiguous;
-  }
-  if (grad_input.is_contiguous(fmt) && at::get_overlap_status(grad_input, grad_output) == at::MemOverlapStatus::No) {
-    backward_into<mode>(grad_output, out_size, in_size, scales, grad_input, fmt);
-  } else {
-    fmt = result_format(grad_output);
-    at::Tensor tmp = at::empty(in_size, grad_output.options().memory_format(fmt));
-    backward_into<mode>(grad_output, out_size, in_size, scales, tmp, fmt);
-    grad_input.copy_(tmp);
-  }
+  const MemoryFormat preferred = result_format(grad_output);
+  const bool direct = grad_input.is_contiguous(dense_format_5d(grad_input, preferred)) &&
+                      shares_no_memory(grad_input, {&grad_output});
+  write_out(
+      grad_input, direct, [&] { return at::empty(in_size, grad_output.options().memory_format(preferred)); },
+      [&](at::Tensor& dst) {
+        backward_into<mode>(grad_output, out_size, in_size, scales, dst, dense_format_5d(dst, preferred));
+      });
 }
 
 }  // namespace

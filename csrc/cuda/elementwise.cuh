@@ -119,17 +119,4 @@ void launch_elementwise(at::TensorIteratorBase& iter, const Op& op) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// out may be written element by element while `in` is read when it shares no
-// memory with `in`, or is exactly `in` (same address, same strides).
-inline bool safe_to_write(const at::Tensor& out, const at::Tensor& in) {
-  switch (at::get_overlap_status(out, in)) {
-    case at::MemOverlapStatus::No:
-      return true;
-    case at::MemOverlapStatus::Full:
-      return out.const_data_ptr() == in.const_data_ptr() && out.strides() == in.strides();
-    default:
-      return false;
-  }
-}
-
 }  // namespace torch_aclnn::cuda

@@ -17,6 +17,7 @@
 // the negative branch (only x > 0 selects the positive one), so a NaN in
 // self_or_result always gives NaN; aten's CUDA kernel tests x <= 0 instead
 // and returns g * scale there.
+#include "common/out.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/elu.cuh"
 
@@ -90,14 +91,12 @@ void backward_out_cuda(const at::Tensor& grad_output, const c10::Scalar& alpha, 
   c10::cuda::CUDAGuard guard(grad_output.device());
   // Any strides are written in place; a wider dtype or memory shared with an
   // input goes through a temporary in grad_output's dtype (widened exactly).
-  if (grad_input.scalar_type() == grad_output.scalar_type() && cuda::safe_to_write(grad_input, grad_output) &&
-      cuda::safe_to_write(grad_input, self_or_result)) {
-    backward_into(grad_output, p, is_result, self_or_result, grad_input);
-  } else {
-    at::Tensor tmp = at::empty_like(grad_output, c10::MemoryFormat::Preserve);
-    backward_into(grad_output, p, is_result, self_or_result, tmp);
-    grad_input.copy_(tmp);
-  }
+  write_out(
+      grad_input,
+      grad_input.scalar_type() == grad_output.scalar_type() &&
+          elementwise_safe_to_write(grad_input, grad_output) && elementwise_safe_to_write(grad_input, self_or_result),
+      [&] { return at::empty_like(grad_output, c10::MemoryFormat::Preserve); },
+      [&](at::Tensor& dst) { backward_into(grad_output, p, is_result, self_or_result, dst); });
 }
 
 }  // namespace

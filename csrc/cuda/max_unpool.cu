@@ -29,6 +29,7 @@
 // During CUDA graph capture a synchronising read-back is not allowed, so the
 // flag is not read there: out-of-range indices still read and write
 // nothing, but raise no error.
+#include "common/out.h"
 #include "cuda/launch.cuh"
 #include "cuda/max_unpool.cuh"
 
@@ -239,14 +240,10 @@ void backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, co
   c10::cuda::CUDAGuard guard(grad_output.device());
   // grad_input is contiguous (row 1): write straight into it unless it shares
   // memory with what the kernel reads.
-  if (at::get_overlap_status(grad_input, grad_output) == at::MemOverlapStatus::No &&
-      at::get_overlap_status(grad_input, indices) == at::MemOverlapStatus::No) {
-    backward_into(grad_output, self, indices, out_size, grad_input, MemoryFormat::Contiguous);
-  } else {
-    at::Tensor tmp = at::empty(self.sizes(), grad_output.options());
-    backward_into(grad_output, self, indices, out_size, tmp, MemoryFormat::Contiguous);
-    grad_input.copy_(tmp);
-  }
+  write_out(
+      grad_input, shares_no_memory(grad_input, {&grad_output, &indices}),
+      [&] { return at::empty(self.sizes(), grad_output.options()); },
+      [&](at::Tensor& dst) { backward_into(grad_output, self, indices, out_size, dst, MemoryFormat::Contiguous); });
 }
 
 }  // namespace

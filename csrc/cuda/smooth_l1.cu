@@ -22,6 +22,7 @@
 // grid or timing, so repeated runs give the same bits. (It is not the CPU
 // kernels' order: CPU and CUDA may differ in the last bits of a float64
 // reduction; float32/half/bfloat16 results round a float64 sum once.)
+#include "common/out.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/smooth_l1.cuh"
 
@@ -233,18 +234,10 @@ void backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, co
   c10::cuda::CUDAGuard guard(grad_input.device());
   // Write straight into grad_input (any strides) unless it shares memory with
   // an input; then compute into a temporary and copy.
-  bool shares = false;
-  for (const at::Tensor* t : {&grad_output, &self, &target}) {
-    shares = shares || (grad_input.is_alias_of(*t) &&
-                        at::get_overlap_status(grad_input, *t) != at::MemOverlapStatus::No);
-  }
-  if (!shares) {
-    backward_into(grad_output, self, target, reduction, beta, p.dtype, grad_input);
-  } else {
-    at::Tensor tmp = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), grad_input.options());
-    backward_into(grad_output, self, target, reduction, beta, p.dtype, tmp);
-    grad_input.copy_(tmp);
-  }
+  write_out(
+      grad_input, shares_no_memory(grad_input, {&grad_output, &self, &target}),
+      [&] { return at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), grad_input.options()); },
+      [&](at::Tensor& dst) { backward_into(grad_output, self, target, reduction, beta, p.dtype, dst); });
 }
 
 }  // namespace

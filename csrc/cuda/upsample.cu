@@ -35,6 +35,7 @@
 //
 // Indexing: 32-bit (with fast division by invariant integers) when every
 // offset fits, 64-bit otherwise (aten's CUDA upsample is capped at 2^31).
+#include "common/out.h"
 #include "cuda/upsample.cuh"
 #include "cuda/launch.cuh"
 
@@ -169,19 +170,15 @@ void backward_out_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef output
   // Write straight into grad_input when it is dense in a layout the kernels
   // produce and shares no memory with grad_output; otherwise go through a
   // temporary. (grad_output is read through its strides either way.)
-  MemoryFormat fmt = result_format(grad_output);
-  if (!grad_input.is_contiguous(fmt)) {
-    fmt = fmt == MemoryFormat::Contiguous ? MemoryFormat::ChannelsLast3d : MemoryFormat::Contiguous;
-  }
-  if (grad_input.is_contiguous(fmt) && at::get_overlap_status(grad_input, grad_output) == at::MemOverlapStatus::No) {
-    backward_into<mode>(grad_output, out_size, in_size, scales, grad_input, fmt);
-  } else {
-    fmt = result_format(grad_output);
-    c10::cuda::CUDAGuard guard(grad_output.device());
-    at::Tensor tmp = at::empty(in_size, grad_output.options().memory_format(fmt));
-    backward_into<mode>(grad_output, out_size, in_size, scales, tmp, fmt);
-    grad_input.copy_(tmp);
-  }
+  const MemoryFormat preferred = result_format(grad_output);
+  const bool direct = grad_input.is_contiguous(dense_format_5d(grad_input, preferred)) &&
+                      shares_no_memory(grad_input, {&grad_output});
+  c10::cuda::CUDAGuard guard(grad_output.device());
+  write_out(
+      grad_input, direct, [&] { return at::empty(in_size, grad_output.options().memory_format(preferred)); },
+      [&](at::Tensor& dst) {
+        backward_into<mode>(grad_output, out_size, in_size, scales, dst, dense_format_5d(dst, preferred));
+      });
 }
 
 }  // namespace
