@@ -22,6 +22,9 @@
 #include "common/contract.h"
 
 #include <c10/core/MemoryFormat.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
 
 namespace torch_aclnn::max_unpool {
 
@@ -185,6 +188,43 @@ inline void check_backward(const at::Tensor& grad_output, const at::Tensor& self
                     ", got grad_output shape ", fmt_list(go));
   // Row 10.
   check_volume(op, self, output_size);
+}
+
+// ---------------------------------------------------------------------------
+// Shared by the CPU and CUDA kernels: a tensor of shape (N, [C,] D, H, W) as
+// N x C planes of S = D*H*W elements (C = 1 for 4-D input), unpooled into
+// planes of oS = prod(output_size) elements; and a dispatch on the element
+// size, since both operators only move bits.
+
+struct Geometry {
+  int64_t N, C, D, H, W, S, oS;
+  bool five;
+};
+
+inline Geometry geometry(const at::Tensor& self, at::IntArrayRef output_size) {
+  Geometry g;
+  g.five = self.dim() == 5;
+  const int64_t d = self.dim() - 3;
+  g.N = self.size(0);
+  g.C = g.five ? self.size(1) : 1;
+  g.D = self.size(d);
+  g.H = self.size(d + 1);
+  g.W = self.size(d + 2);
+  g.S = g.D * g.H * g.W;
+  g.oS = output_size[0] * output_size[1] * output_size[2];
+  return g;
+}
+
+// Calls f(T{}) with T the unsigned integer of t's element size.
+template <typename F>
+void dispatch_by_size(at::ScalarType t, const F& f) {
+  switch (c10::elementSize(t)) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+    default: TORCH_INTERNAL_ASSERT(false, "max_unpool: unexpected element size of ", t);
+  }
 }
 
 }  // namespace torch_aclnn::max_unpool

@@ -79,26 +79,6 @@ Planes planes_of(const at::Tensor& t) {
   return {t.stride(0), t.dim() == 5 ? t.stride(1) : 0, sK};
 }
 
-// Sizes of self as planes, and the unpooled plane size.
-struct Geometry {
-  int64_t N, C, D, H, W, S, oS;
-  bool five;
-};
-
-Geometry geometry(const at::Tensor& self, at::IntArrayRef output_size) {
-  Geometry g;
-  g.five = self.dim() == 5;
-  const int64_t d = self.dim() - 3;
-  g.N = self.size(0);
-  g.C = g.five ? self.size(1) : 1;
-  g.D = self.size(d);
-  g.H = self.size(d + 1);
-  g.W = self.size(d + 2);
-  g.S = g.D * g.H * g.W;
-  g.oS = output_size[0] * output_size[1] * output_size[2];
-  return g;
-}
-
 // The smallest logical position ((n*C + c)*S + i) of an out-of-range index,
 // gathered over threads.
 class FirstBad {
@@ -126,18 +106,6 @@ void check_indices_found(const char* op, const FirstBad& bad, const Geometry& g,
   where.insert(where.end(), {i / (g.H * g.W), (i / g.W) % g.H, i % g.W});
   ACLNN_CHECK_INDEX(false, op, "indices", fmt_list(where), " = ", value, " is outside [0, ", g.oS,
                     "), the flattened output_size ", fmt_list(output_size));
-}
-
-// Calls f(T{}) with T the unsigned integer of t's element size.
-template <typename F>
-void dispatch_by_size(at::ScalarType t, const F& f) {
-  switch (c10::elementSize(t)) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-    default: TORCH_INTERNAL_ASSERT(false, "max_unpool: unexpected element size of ", t);
-  }
 }
 
 inline bool out_of_range(int64_t v, int64_t oS) {

@@ -48,8 +48,6 @@ namespace {
 using c10::MemoryFormat;
 using cuda::kThreads;
 using kernels::channels_fastest;
-using kernels::dispatch_by_size;
-using kernels::Geometry;
 using kernels::kNone;
 using kernels::Planes;
 using kernels::Walk;
@@ -143,7 +141,7 @@ at::Tensor forward_cuda(const at::Tensor& self_, const at::Tensor& indices_, c10
   if (out.numel() == 0) return out;
   const at::Tensor self = kernels::flattenable(self_, fmt);
   const at::Tensor indices = kernels::flattenable(indices_, fmt);
-  const Geometry g = kernels::geometry(self, output_size);
+  const Geometry g = geometry(self, output_size);
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const bool out_cl = fmt == MemoryFormat::ChannelsLast3d;
   const bool ix_cl = channels_fastest(indices, g);
@@ -197,7 +195,7 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self, const
   c10::cuda::CUDAGuard guard(grad_input.device());
   const at::Tensor grad_output = kernels::flattenable(grad_output_, fmt);
   const at::Tensor indices = kernels::flattenable(indices_, fmt);
-  const Geometry g = kernels::geometry(self, output_size);
+  const Geometry g = geometry(self, output_size);
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const bool cl = fmt == MemoryFormat::ChannelsLast3d && g.five;
   at::Tensor flag = new_flag(grad_input);

@@ -5,10 +5,10 @@
 // the order they are applied in), so tests/test_cuda_host_emulation.py can
 // run the very same code on the host and compare with the CPU kernels.
 //
-// Geometry as in csrc/cpu/max_unpool.cpp: a tensor of shape (N, [C,] D, H, W)
-// is N x C planes of S = D*H*W elements (C = 1 for 4-D), element (n, c, k) at
-// n*sN + c*sC + k*sK; a tensor whose D, H, W axes do not flatten to one
-// strided axis is copied once.
+// Geometry (csrc/contracts/max_unpool.h, shared with the CPU kernels): a
+// tensor of shape (N, [C,] D, H, W) is N x C planes of S = D*H*W elements
+// (C = 1 for 4-D), element (n, c, k) at n*sN + c*sC + k*sK; a tensor whose
+// D, H, W axes do not flatten to one strided axis is copied once.
 #pragma once
 
 #include "contracts/max_unpool.h"
@@ -64,38 +64,6 @@ Planes<index_t> planes_of(const at::Tensor& t) {
   TORCH_INTERNAL_ASSERT(sK >= 0, "max_unpool: D, H, W axes do not flatten");
   return {static_cast<index_t>(t.stride(0)), static_cast<index_t>(t.dim() == 5 ? t.stride(1) : 0),
           static_cast<index_t>(sK)};
-}
-
-// Sizes as planes: N, C, S = D*H*W of self, oS = prod(output_size).
-struct Geometry {
-  int64_t N, C, D, H, W, S, oS;
-  bool five;
-};
-
-inline Geometry geometry(const at::Tensor& self, at::IntArrayRef output_size) {
-  Geometry g;
-  g.five = self.dim() == 5;
-  const int64_t d = self.dim() - 3;
-  g.N = self.size(0);
-  g.C = g.five ? self.size(1) : 1;
-  g.D = self.size(d);
-  g.H = self.size(d + 1);
-  g.W = self.size(d + 2);
-  g.S = g.D * g.H * g.W;
-  g.oS = output_size[0] * output_size[1] * output_size[2];
-  return g;
-}
-
-// Calls f(T{}) with T the unsigned integer of t's element size.
-template <typename F>
-inline void dispatch_by_size(at::ScalarType t, const F& f) {
-  switch (c10::elementSize(t)) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-    default: TORCH_INTERNAL_ASSERT(false, "max_unpool: unexpected element size of ", t);
-  }
 }
 
 // Whether walking t's planes with c fastest follows its memory order.
