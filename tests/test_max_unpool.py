@@ -235,6 +235,22 @@ def test_out_of_range_index_is_never_used(value):
         ops.max_unpool3d_backward(torch.randn(2, 4, 4, 4), y, idx, [4, 4, 4], [2, 2, 2], [0, 0, 0])
 
 
+@pytest.mark.parametrize("value", [-1, -(2 ** 63), 4096, 2 ** 63 - 1])
+def test_out_of_range_index_inside_a_dense_block(value):
+    """The backward checks dense planes a block of indices at a time: a bad
+    index in the middle of a block is still found, named and never used."""
+    idx = torch.arange(4096).view(1, 1, 16, 16, 16).flip(-1).contiguous()
+    idx[0, 0, 3, 14, 5] = value
+    go = torch.randn(1, 1, 16, 16, 16)
+    msg = _index_error("max_unpool3d_backward", [0, 0, 3, 14, 5], value, 4096)
+    with pytest.raises(IndexError, match=msg):
+        ops.max_unpool3d_backward(go, go, idx, [16, 16, 16], [1, 1, 1], [0, 0, 0])
+    good = idx.clone()
+    good[0, 0, 3, 14, 5] = 7
+    assert torch.equal(ops.max_unpool3d_backward(go, go, good, [16, 16, 16], [1, 1, 1], [0, 0, 0]),
+                       go.flatten().gather(0, good.flatten()).view(good.shape))
+
+
 def test_index_rule_is_not_checked_by_meta():
     """Meta (fake) kernels cannot read data: a bad index passes there and is caught by the real kernel."""
     y = torch.randn(1, 1, 2, 2, 2, device="meta")

@@ -231,7 +231,23 @@ void gather_kernel(const T* go, Planes gp, const int64_t* ix, Planes xp, T* out,
         const int64_t* is = ix + n * xp.sN + c * xp.sC;
         T* os = out + nc * S;
         const int64_t gK = gp.sK, iK = xp.sK;
-        for (int64_t i = i0; i < i1; ++i) {
+        int64_t i = i0;
+        if (gK == 1 && iK == 1) {
+          // Dense planes: check a block of indices with one branch-free
+          // reduction, then gather it without per-element branches (the
+          // compiler vectorises both loops); a block holding a bad index
+          // falls through to the checked loop below.
+          constexpr int64_t kBlock = 256;
+          for (; i + kBlock <= i1; i += kBlock) {
+            const int64_t* blk = is + i;
+            uint64_t hi = 0;
+            for (int64_t k = 0; k < kBlock; ++k) hi = std::max(hi, static_cast<uint64_t>(blk[k]));
+            if (C10_UNLIKELY(hi >= static_cast<uint64_t>(oS))) break;
+            T* dst = os + i;
+            for (int64_t k = 0; k < kBlock; ++k) dst[k] = gs[blk[k]];
+          }
+        }
+        for (; i < i1; ++i) {
           const int64_t v = is[i * iK];
           if (C10_UNLIKELY(out_of_range(v, oS))) {
             first_bad = std::min(first_bad, nc * S + i);
