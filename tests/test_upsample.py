@@ -45,6 +45,21 @@ def test_matches_interpolate_forward_and_grad(mode, kwargs, device):
     assert torch.equal(ga, gb)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("channels", [40, 16, 5])
+def test_channels_last_backward_vector_and_tail_channels(channels, dtype, device):
+    """channels_last_3d backward with channels spanning whole SIMD vectors and a
+    tail (40 = 2 x 16 + 8 floats): bitwise aten's (nearest, scale 2 and 1.5)."""
+    for out_size in ([6, 8, 10], [4, 6, 7]):
+        g = make_tensor((2, channels, *out_size), dtype, device, layout="channels_last_3d")
+        in_size = [2, channels, 3, 4, 5]
+        ours = ops.upsample_nearest3d_backward(g, out_size, in_size)
+        assert ours.is_contiguous(memory_format=torch.channels_last_3d)
+        assert torch.equal(ours, torch.ops.aten.upsample_nearest3d_backward(g, out_size, in_size))
+        torch.testing.assert_close(ours.double(), reference_backward("nearest", g, out_size, in_size), rtol=1e-5,
+                                   atol=1e-5)
+
+
 def test_scales_are_all_or_nothing():
     """Scales given for some axes only are all ignored (aten decides per axis)."""
     g = make_tensor((1, 2, 5, 6, 7), torch.float64)

@@ -280,6 +280,25 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
           std::memset(dst, 0, sizeof(scalar_t) * C);
           continue;
         }
+        if constexpr (kAccInPlace) {
+          // float/double: whole vectors of channels accumulate in registers
+          // (the same additions, in the same (d, h, w) order, as below).
+          using Vec = at::vec::Vectorized<scalar_t>;
+          constexpr int64_t L = Vec::size();
+          const scalar_t* gn = g + n * oD * oH * oW * C;
+          int64_t c = 0;
+          for (; c + L <= C; c += L) {
+            Vec v(scalar_t(0));
+            for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
+              for (int64_t h = wh.lo[j]; h < wh.hi[j]; ++h) {
+                const scalar_t* row = gn + (d * oH + h) * oW * C + c;
+                for (int64_t w = ww.lo[k]; w < ww.hi[k]; ++w) v = v + Vec::loadu(row + w * C);
+              }
+            }
+            v.store(dst + c);
+          }
+          if (c == C) continue;
+        }
         acc_t* __restrict acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
         std::fill(acc, acc + C, acc_t(0));
         for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
