@@ -14,10 +14,11 @@
 namespace torch_aclnn {
 
 // Writing `out` while `inputs` are still being read is safe: it shares no
-// memory with any of them ("too hard to tell" counts as shared).
+// memory with any of them (another storage, or no overlap within the same
+// one; "too hard to tell" counts as shared).
 inline bool shares_no_memory(const at::Tensor& out, std::initializer_list<const at::Tensor*> inputs) {
   for (const at::Tensor* t : inputs) {
-    if (at::get_overlap_status(out, *t) != at::MemOverlapStatus::No) return false;
+    if (out.is_alias_of(*t) && at::get_overlap_status(out, *t) != at::MemOverlapStatus::No) return false;
   }
   return true;
 }
@@ -25,6 +26,7 @@ inline bool shares_no_memory(const at::Tensor& out, std::initializer_list<const 
 // For elementwise kernels, which read each element before writing the same
 // position: also safe when `out` is exactly `in` (same address, same strides).
 inline bool elementwise_safe_to_write(const at::Tensor& out, const at::Tensor& in) {
+  if (!out.is_alias_of(in)) return true;
   switch (at::get_overlap_status(out, in)) {
     case at::MemOverlapStatus::No:
       return true;
