@@ -292,8 +292,9 @@ def markdown(report: dict) -> str:
            "sum read-only), measured in the same rounds. spread = (slowest - fastest round) / median, the larger of "
            "the two sides: a large spread means a noisy measurement."]
     cpus = m.get("cpus") or 1
-    if not cuda and m["load_start"] is not None and max(m["load_start"], m["load_end"] or 0) > 0.5 * cpus:
-        out.append(f"\n**Note:** the machine was busy (load average above {0.5 * cpus:g} on {cpus} CPUs); "
+    # The load before the run (at the end it includes the benchmark's own threads).
+    if not cuda and m["load_start"] is not None and m["load_start"] > 0.5 * cpus:
+        out.append(f"\n**Note:** the machine was busy (load average above {0.5 * cpus:g} on {cpus} CPUs at the start); "
                    "timings are noisy (multi-threaded kernels wait for preempted threads; `--threads 1` is steadier).")
     if m["size"] != "full":
         out.append(f"\n**Note:** {m['size']} run — smaller tensors than the suite's sizes; "
