@@ -197,3 +197,15 @@ def test_compiled_training_step_inductor():
         torch.testing.assert_close(lc, le)
         for a, b in zip(gc, ge):
             torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("dev", ["cpu", "meta"])
+def test_result_beyond_int64_bytes_is_a_contract_error(dev):
+    """A result whose byte size overflows int64 is refused by the contract (on
+    real and fake tensors alike), before any allocation is attempted."""
+    x = torch.zeros(1, 1, 1, 1, 1, device=dev)
+    with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] upsample_nearest3d: the result of shape "
+                                         r"\[1, 1, 2097152, 2097152, 2097152\] overflows int64"):
+        ops.upsample_nearest3d(x, [2 ** 21] * 3)
+    with pytest.raises(ValueError, match=r"upsample_nearest3d_backward: grad_input of shape .* overflows int64"):
+        ops.upsample_nearest3d_backward(x, [1, 1, 1], [1, 1, 2 ** 21, 2 ** 21, 2 ** 21])

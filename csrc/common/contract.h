@@ -47,6 +47,23 @@ std::string fmt_list(const Array& a) {
   return os.str();
 }
 
+// A result allocated from sizes given as arguments must be representable:
+// numel * element size below 2^63 bytes (torch's limit for one storage).
+// Checked where the sizes are concrete; an empty shape always fits. (A shape
+// that fits but cannot be allocated is the allocator's error, not a contract
+// violation.)
+inline void check_fits_int64(const char* op, const char* what, c10::SymIntArrayRef sizes, int64_t itemsize) {
+  int64_t bytes = itemsize;
+  bool overflow = false;
+  for (const c10::SymInt& s : sizes) {
+    const auto v = s.maybe_as_int();
+    if (!v || *v == 0) return;
+    overflow = overflow || __builtin_mul_overflow(bytes, *v, &bytes);
+  }
+  ACLNN_CHECK_VALUE(!overflow, op, what, " of shape ", fmt_list(sizes),
+                    " overflows int64: it would need 2^63 bytes or more");
+}
+
 // A contract is written once, over SymInts, so that the same code validates
 // concrete sizes (CPU/CUDA kernels) and symbolic ones (Meta kernels under
 // torch.compile(dynamic=True); comparisons then become shape guards).

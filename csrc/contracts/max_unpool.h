@@ -25,6 +25,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace torch_aclnn::max_unpool {
 
@@ -139,6 +140,9 @@ inline void check_forward(const at::Tensor& self, const at::Tensor& indices, c10
   check_self(op, self, indices);
   check_lists(op, output_size, stride, padding);
   check_volume(op, self, output_size);
+  std::vector<c10::SymInt> result(self.sym_sizes().begin(), self.sym_sizes().end() - 3);
+  result.insert(result.end(), output_size.begin(), output_size.end());
+  check_fits_int64(op, "the result", result, c10::elementSize(self.scalar_type()));
 }
 
 // grad_input is the out= tensor (undefined for the functional form).

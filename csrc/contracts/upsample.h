@@ -86,6 +86,9 @@ inline void check_forward(Mode mode, const at::Tensor& self, c10::SymIntArrayRef
   ACLNN_CHECK_VALUE(self.dim() == 5, op, "self must be 5-D (N, C, D, H, W), got ", self.dim(),
                     "-D with shape ", fmt_list(self.sym_sizes()));
   check_sizes(op, output_size, self.sym_sizes(), scales, "self.shape");
+  const auto s = self.sym_sizes();
+  const c10::SymInt result[5] = {s[0], s[1], output_size[0], output_size[1], output_size[2]};
+  check_fits_int64(op, "the result", result, c10::elementSize(self.scalar_type()));
 }
 
 // grad_input is the out= tensor (undefined for the functional form).
@@ -102,6 +105,7 @@ inline void check_backward(Mode mode, const at::Tensor& grad_output, c10::SymInt
   ACLNN_CHECK_VALUE(grad_output.dim() == 5, op, "grad_output must be 5-D (N, C, D, H, W), got ",
                     grad_output.dim(), "-D with shape ", fmt_list(grad_output.sym_sizes()));
   check_sizes(op, output_size, input_size, scales, "input_size");
+  check_fits_int64(op, "grad_input", input_size, c10::elementSize(grad_output.scalar_type()));
   const auto go = grad_output.sym_sizes();
   for (size_t i = 0; i < 3; ++i) {
     ACLNN_CHECK_VALUE(go[2 + i] == output_size[i], op, "grad_output's D, H, W must equal output_size ",
