@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <type_traits>
 
 namespace torch_aclnn::cuda {
 
@@ -41,6 +42,17 @@ inline void with_index_type(bool use_32bit, F&& f) {
     f(uint32_t{});
   } else {
     f(uint64_t{});
+  }
+}
+
+// Calls f(std::true_type{}) or f(std::false_type{}): a runtime flag as a
+// compile-time one (a kernel variant per layout).
+template <typename F>
+inline void with_bool(bool b, F&& f) {
+  if (b) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
   }
 }
 

@@ -47,6 +47,7 @@ namespace {
 
 using c10::MemoryFormat;
 using cuda::kThreads;
+using cuda::with_bool;
 using kernels::channels_fastest;
 using kernels::kNone;
 using kernels::Planes;
@@ -85,15 +86,6 @@ gather_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const
 
 // ---------------------------------------------------------------------------
 // Host side
-
-template <typename F>
-void with_bool(bool b, F&& f) {
-  if (b) {
-    f(std::true_type{});
-  } else {
-    f(std::false_type{});
-  }
-}
 
 bool capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -139,8 +131,8 @@ at::Tensor forward_cuda(const at::Tensor& self_, const at::Tensor& indices_, c10
   shape.insert(shape.end(), output_size.begin(), output_size.end());
   at::Tensor out = at::empty(shape, self_.options().memory_format(fmt));
   if (out.numel() == 0) return out;
-  const at::Tensor self = kernels::flattenable(self_, fmt);
-  const at::Tensor indices = kernels::flattenable(indices_, fmt);
+  const at::Tensor self = flattenable(self_, fmt);
+  const at::Tensor indices = flattenable(indices_, fmt);
   const Geometry g = geometry(self, output_size);
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const bool out_cl = fmt == MemoryFormat::ChannelsLast3d;
@@ -193,8 +185,8 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self, const
   if (grad_input.numel() == 0) return;
   TORCH_INTERNAL_ASSERT(grad_input.is_contiguous(fmt));
   c10::cuda::CUDAGuard guard(grad_input.device());
-  const at::Tensor grad_output = kernels::flattenable(grad_output_, fmt);
-  const at::Tensor indices = kernels::flattenable(indices_, fmt);
+  const at::Tensor grad_output = flattenable(grad_output_, fmt);
+  const at::Tensor indices = flattenable(indices_, fmt);
   const Geometry g = geometry(self, output_size);
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const bool cl = fmt == MemoryFormat::ChannelsLast3d && g.five;

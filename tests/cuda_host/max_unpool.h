@@ -20,16 +20,8 @@ namespace host_max_unpool {
 using namespace torch_aclnn::max_unpool;
 using namespace torch_aclnn::max_unpool::kernels;
 using torch_aclnn::cuda::fits_32bit;
+using torch_aclnn::cuda::with_bool;
 using torch_aclnn::cuda::with_index_type;
-
-template <typename F>
-void with_bool(bool b, F&& f) {
-  if (b) {
-    f(std::true_type{});
-  } else {
-    f(std::false_type{});
-  }
-}
 
 // claim_walk: -1 as the kernel chooses (the indices' memory order), 0 (n, c, k), 1 (n, k, c).
 std::tuple<at::Tensor, int64_t> forward(const at::Tensor& self_, const at::Tensor& indices_,

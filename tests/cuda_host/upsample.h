@@ -19,6 +19,7 @@ namespace host_upsample {
 using namespace torch_aclnn::upsample;
 using namespace torch_aclnn::upsample::kernels;
 using torch_aclnn::cuda::fits_32bit;
+using torch_aclnn::cuda::with_bool;
 using torch_aclnn::cuda::with_index_type;
 
 template <typename F>
@@ -27,15 +28,6 @@ void with_mode(bool exact, F&& f) {
     f(std::integral_constant<Mode, Mode::NearestExact>{});
   } else {
     f(std::integral_constant<Mode, Mode::Nearest>{});
-  }
-}
-
-template <typename F>
-void with_bool(bool b, F&& f) {
-  if (b) {
-    f(std::true_type{});
-  } else {
-    f(std::false_type{});
   }
 }
 
