@@ -30,29 +30,6 @@ constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
 // ---------------------------------------------------------------------------
 // Host-side set-up (the CPU kernels' rules).
 
-// The stride that steps the flattened (D, H, W) axis of t, or -1 when its
-// last three axes cannot be addressed as one strided axis.
-inline int64_t flat_stride(const at::Tensor& t) {
-  const int64_t nd = t.dim();
-  int64_t sK = -1, inner = 1;
-  for (int64_t d = nd - 1; d >= nd - 3; --d) {
-    const int64_t size = t.size(d);
-    if (size == 1) continue;
-    if (sK < 0) {
-      sK = t.stride(d);
-    } else if (t.stride(d) != sK * inner) {
-      return -1;
-    }
-    inner *= size;
-  }
-  return sK < 0 ? 1 : sK;
-}
-
-// t itself when its D, H, W axes flatten, else a copy in `fmt`.
-inline at::Tensor flattenable(const at::Tensor& t, c10::MemoryFormat fmt) {
-  return flat_stride(t) >= 0 ? t : t.contiguous(fmt);
-}
-
 template <typename index_t>
 struct Planes {
   index_t sN, sC, sK;
