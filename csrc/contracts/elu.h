@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/contract.h"
+#include "common/out.h"
 
 #include <c10/core/Scalar.h>
 #include <c10/core/ScalarType.h>
@@ -71,6 +72,16 @@ inline Params check_forward(const at::Tensor& self, const c10::Scalar& alpha, co
 // returns the same numbers as the functional form.
 inline bool holds(at::ScalarType out, at::ScalarType in) {
   return supported_dtype(out) && c10::promoteTypes(in, out) == out;
+}
+
+// out= on every backend: grad_input (any strides) is written in place unless
+// its dtype is wider than grad_output's or it shares memory with an input;
+// then the values go through a temporary in grad_output's dtype (widened
+// exactly by the copy).
+inline bool backward_writes_in_place(const at::Tensor& grad_input, const at::Tensor& grad_output,
+                                     const at::Tensor& self_or_result) {
+  return grad_input.scalar_type() == grad_output.scalar_type() &&
+         elementwise_safe_to_write(grad_input, grad_output) && elementwise_safe_to_write(grad_input, self_or_result);
 }
 
 // grad_input is the out= tensor (undefined for the functional form).

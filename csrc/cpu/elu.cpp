@@ -15,7 +15,6 @@
 // strided inputs) it uses std::exp/std::expm1: measured up to 2 ulp apart in
 // float32/float64, 1 ulp in float16 (torch_aclnn.testing.elu.ulp_table).
 // half/bfloat16 compute in float32 and round once.
-#include "common/out.h"
 #include "contracts/elu.h"
 
 // GCC 12 flags the _mm512_undefined_*() placeholders inside its own
@@ -214,12 +213,8 @@ void backward_out_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, c
   const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result, grad_input);
   at::assert_no_internal_overlap(grad_input);
   if (grad_input.numel() == 0) return;
-  // Any strides are written in place; a wider dtype or memory shared with an
-  // input goes through a temporary in grad_output's dtype (widened exactly).
   write_out(
-      grad_input,
-      grad_input.scalar_type() == grad_output.scalar_type() &&
-          elementwise_safe_to_write(grad_input, grad_output) && elementwise_safe_to_write(grad_input, self_or_result),
+      grad_input, backward_writes_in_place(grad_input, grad_output, self_or_result),
       [&] { return at::empty_like(grad_output, c10::MemoryFormat::Preserve); },
       [&](at::Tensor& dst) { backward_into(grad_output, p, is_result, self_or_result, dst); });
 }

@@ -17,7 +17,6 @@
 // the negative branch (only x > 0 selects the positive one), so a NaN in
 // self_or_result always gives NaN; aten's CUDA kernel tests x <= 0 instead
 // and returns g * scale there.
-#include "common/out.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/elu.cuh"
 
@@ -89,12 +88,8 @@ void backward_out_cuda(const at::Tensor& grad_output, const c10::Scalar& alpha, 
   at::assert_no_internal_overlap(grad_input);
   if (grad_input.numel() == 0) return;
   c10::cuda::CUDAGuard guard(grad_output.device());
-  // Any strides are written in place; a wider dtype or memory shared with an
-  // input goes through a temporary in grad_output's dtype (widened exactly).
   write_out(
-      grad_input,
-      grad_input.scalar_type() == grad_output.scalar_type() &&
-          elementwise_safe_to_write(grad_input, grad_output) && elementwise_safe_to_write(grad_input, self_or_result),
+      grad_input, backward_writes_in_place(grad_input, grad_output, self_or_result),
       [&] { return at::empty_like(grad_output, c10::MemoryFormat::Preserve); },
       [&](at::Tensor& dst) { backward_into(grad_output, p, is_result, self_or_result, dst); });
 }
