@@ -1,5 +1,6 @@
 """CUDA-only behaviour (skipped where torch sees no GPU or the build has no
-CUDA kernels): the kernels run on the current stream, CUDA graph capture and
+CUDA kernels): the kernels give the CPU kernels' answers (bitwise where
+they do the same arithmetic), run on the current stream, CUDA graph capture and
 replay give the eager results, the device guard follows the input, and an
 invalid max_unpool3d index raises the spec's IndexError on the device too.
 
@@ -10,7 +11,8 @@ import pytest
 import torch
 
 from torch_aclnn import _loader
-from torch_aclnn.testing import OPS
+from torch_aclnn.testing import OPS, tolerance
+from torch_aclnn.testing.core import FLOATING, make_tensor
 
 pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _loader.has_cuda_kernels()),
                                 reason="needs a CUDA device and a build with the CUDA kernels")
@@ -20,6 +22,46 @@ OP_NAMES = list(OPS)
 
 def _sample(name, dtype=torch.float32):
     return next(iter(OPS[name].samples("cuda", dtype)))
+
+
+# Kernels that do the CPU kernels' additions in the CPU kernels' order, or
+# only move elements: bitwise equal to them. (The ELU kernels use the
+# device's exp/expm1 and the smooth_l1 reductions add in another order.)
+BITWISE_WITH_CPU = [n for n in OP_NAMES if n.startswith(("upsample", "max_unpool"))]
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_matches_the_cpu_kernels(name):
+    """Every sample in every dtype gives the CPU kernel's answer."""
+    info = OPS[name]
+    for dtype in info.dtypes:
+        for s in info.samples("cuda", dtype):
+            got = info.op(*s.args, **s.kwargs).cpu()
+            cpu = s.map_tensors(lambda t: t.detach().cpu())
+            want = info.op(*cpu.args, **cpu.kwargs)
+            if name in BITWISE_WITH_CPU:
+                assert torch.equal(got, want), f"{s}: max diff {(got.double() - want.double()).abs().max()}"
+            else:
+                torch.testing.assert_close(got, want, equal_nan=True, msg=lambda m: f"{s}: {m}",
+                                           **tolerance(got.dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+@pytest.mark.parametrize("scale", [(2, 2, 2), (1, 2, 2), (2, 1, 1), (1, 1, 4), (3, 2, 2), (2, 3, 2)])
+def test_upsample_backward_integer_scales(dtype, scale):
+    """Integer scales take the packed backward where rows are dense and
+    aligned, the one-element kernel otherwise: both equal the CPU kernel."""
+    insz = [2, 3, 3, 5, 16]
+    out = [insz[2 + i] * scale[i] for i in range(3)]
+    dense = make_tensor(insz[:2] + out, dtype, device="cuda")
+    shifted = make_tensor([dense.numel() + 1], dtype, device="cuda")[1:].view(dense.shape)  # misaligned
+    strided = make_tensor(insz[:2] + out[:2] + [2 * out[2]], dtype, device="cuda")[..., ::2]
+    for op in (torch.ops.torch_aclnn.upsample_nearest3d_backward,
+               torch.ops.torch_aclnn.upsample_nearest_exact3d_backward):
+        for g in (dense, shifted, strided):
+            for args in ((out, insz), (out, insz, *map(float, scale))):
+                got = op(g, *args)
+                assert torch.equal(got.cpu(), op(g.cpu(), *args)), (op, g.stride(), args)
 
 
 @pytest.mark.parametrize("name", OP_NAMES)

@@ -110,6 +110,49 @@ def test_upsample_random(upsample):
             _check(upsample, bwd, (g, out, insz, *scales), f"{bwd} {out}->{insz} s={scales} {layout} {dtype}")
 
 
+PACK = {torch.float32: 4, torch.float64: 2, torch.float16: 8, torch.bfloat16: 8}
+
+
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_upsample_packed_backward(upsample, dtype):
+    """The packed backward (integer upsampling along W by 1, 2 or 4, NCDHW,
+    dense aligned rows) is taken exactly where it applies, and is bitwise
+    equal to the CPU kernel; a misaligned, strided or non-fold case takes the
+    one-element kernel."""
+    rng = random.Random(2)
+    v = PACK[dtype]
+    taken = moved_folds = 0
+    for _ in range(40):
+        L = rng.choice([1, 2, 3, 4])
+        iw = v * rng.randint(1, 3) + rng.choice([0, 0, 0, 1])
+        insz = [rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 4), rng.randint(1, 4), iw]
+        out = [rng.randint(1, 9), rng.randint(1, 9), L * iw]
+        for exact, bwd in ((False, "upsample_nearest3d_backward"), (True, "upsample_nearest_exact3d_backward")):
+            g = make_tensor(insz[:2] + out, dtype)
+            want = L in (1, 2, 4) and iw % v == 0
+            assert upsample.backward_path(g, out, insz, None, None, None, exact) == (L if want else 0), \
+                (insz, out, exact)
+            taken += want
+            _check(upsample, bwd, (g, out, insz), f"{bwd} {out}->{insz} {dtype}")
+            # Not packed: a grad_output starting one element off alignment, a
+            # strided W axis, user scales that move the W windows.
+            shifted = make_tensor([g.numel() + 1], dtype)[1:].view(g.shape)
+            strided = make_tensor(insz[:2] + out[:2] + [2 * out[2]], dtype)[..., ::2]
+            for other in (shifted, strided):
+                assert upsample.backward_path(other, out, insz, None, None, None, exact) == 0
+                _check(upsample, bwd, (other, out, insz), f"{bwd} {out}->{insz} {dtype} strided")
+            moved, out_m = (1.0, 1.0, L + 0.5 / iw), insz[2:4] + [L * iw]
+            g_m = make_tensor(insz[:2] + out_m, dtype)
+            # Whether the W windows are still a fold by L (nearest-exact's
+            # half-pixel offset absorbs small shifts), by the spec's mapping.
+            src = source_indices("nearest-exact" if exact else "nearest", iw, L * iw, moved[2], True).tolist()
+            fold = all(src[d] == d // L for d in range(L * iw))
+            assert upsample.backward_path(g_m, out_m, insz, *moved, exact) == (L if want and fold else 0)
+            moved_folds += not fold
+            _check(upsample, bwd, (g_m, out_m, insz, *moved), f"{bwd} {out_m}->{insz} s={moved} {dtype}")
+    assert taken > 10 and moved_folds > 10
+
+
 def test_upsample_window_table(upsample):
     """The device-built windows are the exact preimages of the spec's src(dst)
     (the float32 reference of torch_aclnn.testing.upsample), per axis."""

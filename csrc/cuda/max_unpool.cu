@@ -23,8 +23,10 @@
 // (the backward writes 0 there). The smallest logical position of an
 // out-of-range index is kept in a device flag (atomicMin, so the same
 // position is reported on every run) and read back after the kernels: an
-// 8-byte device-to-host copy that synchronises the host with the stream
-// (~10-20 us per call, and the host can no longer run ahead of the GPU).
+// 8-byte device-to-host copy into a pinned per-thread buffer and a stream
+// synchronisation (the flag is set by a cudaMemsetAsync, not a fill kernel,
+// and read without the dispatcher: the host pays the GPU's time for the
+// call plus a few microseconds, and can no longer run ahead of the GPU).
 // The spec's IndexError then names the value and its position, as on CPU.
 // During CUDA graph capture a synchronising read-back is not allowed, so the
 // flag is not read there: out-of-range indices still read and write
@@ -35,7 +37,6 @@
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/full.h>
 #include <torch/library.h>
 
 #include <limits>
@@ -93,12 +94,38 @@ bool capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
+// The calling thread's pinned 8-byte read-back buffer (pageable memory
+// would add a staging copy), allocated on first use; nullptr if pinned
+// memory cannot be had, and the read-back then goes to pageable memory.
+int64_t* pinned_slot() {
+  struct Slot {
+    int64_t* p = nullptr;
+    Slot() {
+      if (cudaHostAlloc(reinterpret_cast<void**>(&p), sizeof(int64_t), cudaHostAllocPortable) != cudaSuccess) {
+        (void)cudaGetLastError();
+        p = nullptr;
+      }
+    }
+    ~Slot() {
+      if (p) (void)cudaFreeHost(p);  // may fail once the runtime is shutting down
+    }
+  };
+  thread_local Slot slot;
+  return slot.p;
+}
+
 // Row 15: reads the flag back (synchronising) and raises the IndexError the
 // CPU kernels raise, naming the value and its position.
 void check_flag(const char* op, const at::Tensor& flag, const Geometry& g, const at::Tensor& indices,
                 at::IntArrayRef output_size, cudaStream_t stream) {
   if (capturing(stream)) return;
-  const int64_t pos = flag.item<int64_t>();
+  int64_t local = kNone;
+  int64_t* slot = pinned_slot();
+  int64_t* dst = slot ? slot : &local;
+  C10_CUDA_CHECK(cudaMemcpyAsync(dst, flag.const_data_ptr<int64_t>(), sizeof(int64_t), cudaMemcpyDeviceToHost,
+                                 stream));
+  C10_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const int64_t pos = *dst;
   if (C10_LIKELY(pos == kNone)) return;
   const int64_t n = pos / (g.C * g.S), c = (pos / g.S) % g.C, i = pos % g.S;
   const auto xp = kernels::planes_of<int64_t>(indices);
@@ -111,8 +138,11 @@ void check_flag(const char* op, const at::Tensor& flag, const Geometry& g, const
                     "), the flattened output_size ", fmt_list(output_size));
 }
 
-at::Tensor new_flag(const at::Tensor& like) {
-  return at::full({1}, kNone, like.options().dtype(at::kLong));
+// A device flag set to kNone on the current stream.
+at::Tensor new_flag(const at::Tensor& like, cudaStream_t stream) {
+  at::Tensor flag = at::empty({1}, like.options().dtype(at::kLong));
+  C10_CUDA_CHECK(cudaMemsetAsync(flag.mutable_data_ptr<int64_t>(), kernels::kNoneByte, sizeof(int64_t), stream));
+  return flag;
 }
 
 void check_device(const char* op, const at::Tensor& ref, const at::Tensor& t, const char* name) {
@@ -141,7 +171,7 @@ at::Tensor forward_cuda(const at::Tensor& self_, const at::Tensor& indices_, c10
   const bool narrow = g.S <= std::numeric_limits<int32_t>::max();
   at::Tensor winner = at::empty(out.sizes(), out.options().dtype(narrow ? at::kInt : at::kLong).memory_format(fmt));
   winner.fill_(-1);
-  at::Tensor flag = new_flag(out);
+  at::Tensor flag = new_flag(out, stream);
   cuda::with_index_type(cuda::fits_32bit({&self, &indices, &out}), [&](auto index_tag) {
     using index_t = decltype(index_tag);
     const auto xp = kernels::planes_of<index_t>(indices);
@@ -190,7 +220,7 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self, const
   const Geometry g = geometry(self, output_size);
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const bool cl = fmt == MemoryFormat::ChannelsLast3d && g.five;
-  at::Tensor flag = new_flag(grad_input);
+  at::Tensor flag = new_flag(grad_input, stream);
   cuda::with_index_type(cuda::fits_32bit({&grad_output, &indices, &grad_input}), [&](auto index_tag) {
     using index_t = decltype(index_tag);
     const index_t total = static_cast<index_t>(grad_input.numel());

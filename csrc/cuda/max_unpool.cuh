@@ -24,8 +24,11 @@ namespace torch_aclnn::max_unpool::kernels {
 
 using torch_aclnn::cuda::Divider;
 
-// "No out-of-range index seen" in the position flag.
-constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+// "No out-of-range index seen" in the position flag: larger than any
+// position, and a repeated byte, so one cudaMemsetAsync sets it.
+constexpr unsigned char kNoneByte = 0x7f;
+constexpr int64_t kNone = 0x7f7f7f7f7f7f7f7fLL;
+static_assert(kNone == static_cast<int64_t>(kNoneByte) * 0x0101010101010101LL);
 
 // ---------------------------------------------------------------------------
 // Host-side set-up (the CPU kernels' rules).

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace torch_aclnn::upsample::kernels {
 
@@ -46,6 +47,67 @@ Unravel5<index_t> walk_of(const at::Tensor& t, bool channels_last) {
   } else {
     for (int d = 0; d < 5; ++d) sizes[d] = t.size(d);
   }
+  return Unravel5<index_t>(sizes);
+}
+
+// The W axis as a uniform fold: L when every input index k owns exactly the
+// outputs [L*k, L*k + L) (out == L*in: integer upsampling by L along W), 0
+// otherwise. Checked against the forward's own mapping, dst by dst, so user
+// scales that move a window are never taken for a fold.
+template <Mode mode>
+inline int64_t uniform_fold(const Axes& a, int axis) {
+  const int64_t in = a.in[axis], out = a.out[axis];
+  // Very long rows are left to the general path (the check is O(out) on the host).
+  if (in <= 0 || out % in != 0 || out > (int64_t(1) << 16)) return 0;
+  const int64_t L = out / in;
+  for (int64_t dst = 0; dst < out; ++dst) {
+    if (source_index<mode>(a.s[axis], dst, in) != dst / L) return 0;
+  }
+  return L;
+}
+
+// Elements per 16-byte pack.
+template <typename scalar_t>
+constexpr int64_t kPack = 16 / static_cast<int64_t>(sizeof(scalar_t));
+
+// The packed backward (see backward_pack below) applies to an NCDHW grad_input
+// whose W windows are a uniform fold by L in {1, 2, 4} when every pack of
+// grad_input and every run of L packs of grad_output it reads is a whole,
+// 16-byte aligned pack: grad_input's rows and grad_output's W axis dense,
+// iW a multiple of the pack, grad_output's other strides (of axes longer
+// than 1) multiples of it, both data pointers 16-byte aligned. Returns L, or
+// 0 for the general one-element-per-thread kernel.
+template <typename scalar_t>
+inline int64_t packed_fold(int64_t L, const at::Tensor& grad_output, const at::Tensor& grad_input,
+                           bool channels_last) {
+  constexpr int64_t V = kPack<scalar_t>;
+  if (channels_last || !(L == 1 || L == 2 || L == 4)) return 0;
+  if (!grad_input.is_contiguous() || grad_input.size(4) % V != 0) return 0;
+  if (grad_output.size(4) > 1 && grad_output.stride(4) != 1) return 0;
+  for (int d = 0; d < 4; ++d) {
+    if (grad_output.size(d) > 1 && grad_output.stride(d) % V != 0) return 0;
+  }
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!aligned(grad_output.const_data_ptr()) || !aligned(grad_input.const_data_ptr())) return 0;
+  return L;
+}
+
+// Calls f(std::integral_constant<int, L>{}) for L in {1, 2, 4}.
+template <typename F>
+inline void with_fold(int64_t L, F&& f) {
+  switch (L) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    default: TORCH_INTERNAL_ASSERT(false, "no packed kernel for a fold by ", L);
+  }
+}
+
+// The packed backward's walk: N, C, iD, iH, iW / pack.
+template <typename scalar_t, typename index_t>
+Unravel5<index_t> pack_walk_of(const at::Tensor& grad_input) {
+  const int64_t sizes[5] = {grad_input.size(0), grad_input.size(1), grad_input.size(2), grad_input.size(3),
+                            grad_input.size(4) / kPack<scalar_t>};
   return Unravel5<index_t>(sizes);
 }
 
@@ -145,6 +207,65 @@ C10_HOST_DEVICE inline void backward_element(index_t p, const scalar_t* __restri
     }
   }
   gi[p] = static_cast<scalar_t>(acc);
+}
+
+template <typename scalar_t>
+struct alignas(16) Pack {
+  scalar_t v[kPack<scalar_t>];
+};
+
+// Backward, packed (W a uniform fold by L, NCDHW, see packed_fold): pack q
+// of grad_input, V = kPack adjacent elements of a row, is the sum over the
+// D and H windows of the L*V grad_output elements of the row below it, read
+// as L 16-byte packs and written as one. Each element adds its window in
+// (d, h, w) order from +0.0 in opmath and rounds once: the same additions in
+// the same order as backward_element, so the results are bitwise equal.
+//
+// The D and H windows come from the window table, or, when an axis is a
+// uniform fold too (fold_d / fold_h > 0: integer upsampling, the common
+// case), from the fold itself; with both, no table is built.
+template <int L, typename scalar_t, typename index_t>
+C10_HOST_DEVICE inline void backward_pack(index_t q, const scalar_t* __restrict__ go, scalar_t* __restrict__ gi,
+                                          const Unravel5<index_t>& unravel, const Strides5<index_t>& st,
+                                          const int64_t* __restrict__ win, index_t iD, index_t iH, index_t fold_d,
+                                          index_t fold_h) {
+  using acc_t = at::opmath_type<scalar_t>;
+  constexpr int V = static_cast<int>(kPack<scalar_t>);
+  index_t n, c, i, j, kv;
+  logical<false>(unravel, q, n, c, i, j, kv);
+  index_t d0, d1, h0, h1;
+  if (fold_d > 0) {
+    d0 = i * fold_d, d1 = d0 + fold_d;
+  } else {
+    d0 = static_cast<index_t>(win[i]), d1 = static_cast<index_t>(win[i + iD]);
+  }
+  if (fold_h > 0) {
+    h0 = j * fold_h, h1 = h0 + fold_h;
+  } else {
+    const int64_t* lo_h = win + 2 * iD;
+    h0 = static_cast<index_t>(lo_h[j]), h1 = static_cast<index_t>(lo_h[j + iH]);
+  }
+  const scalar_t* base = go + n * st.s[0] + c * st.s[1] + kv * static_cast<index_t>(L * V);
+  acc_t acc[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
+  for (index_t d = d0; d < d1; ++d) {
+    for (index_t h = h0; h < h1; ++h) {
+      const auto* row = reinterpret_cast<const Pack<scalar_t>*>(base + d * st.s[2] + h * st.s[3]);
+      Pack<scalar_t> in[L];
+#pragma unroll
+      for (int f = 0; f < L; ++f) in[f] = row[f];
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+#pragma unroll
+        for (int t = 0; t < L; ++t) acc[v] += static_cast<acc_t>(in[(v * L + t) / V].v[(v * L + t) % V]);
+      }
+    }
+  }
+  Pack<scalar_t> out;
+#pragma unroll
+  for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
+  reinterpret_cast<Pack<scalar_t>*>(gi)[q] = out;
 }
 
 }  // namespace torch_aclnn::upsample::kernels
