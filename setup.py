@@ -56,22 +56,45 @@ def _isas():
     return ["default"]
 
 
+def _libstdcxx():
+    """The shared C++ runtime this process (torch) has loaded, as a linker
+    input: its path, or -lstdc++ where it cannot be found."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith("libstdc++.so") and os.path.isfile(path):
+                    return path
+    except OSError:
+        pass
+    return "-lstdc++"
+
+
+def cxx_runtime_flags():
+    """Linker flags that link the C++ runtime as a shared library (Linux)."""
+    if platform.system() != "Linux":
+        return []
+    # Link the C++ runtime as a shared library even where the compiler
+    # driver is set up to link it statically (some CUDA images wrap g++
+    # with -static-libstdc++). An extension with a private copy of
+    # libstdc++ throws its exceptions (TORCH_CHECK_VALUE & co. throw from
+    # our code, not from libc10) through another C++ runtime than the one
+    # torch catches them with: seen to segfault or abort the process
+    # instead of raising ValueError. A driver whose own library directory
+    # holds only libstdc++.a (one such image's g++ wrapper) links that
+    # archive even for -Bdynamic -lstdc++, so the library linked is the
+    # very libstdc++.so.6 torch runs with, by path (recorded by its
+    # soname). tests/test_build.py checks the result.
+    return ["-Wl,--push-state,-Bdynamic,--no-as-needed", _libstdcxx(), "-Wl,--pop-state"]
+
+
 def extensions():
     use_cuda = _want_cuda()
     debug = _env("DEBUG")
     opt = ["-O0", "-g"] if debug else ["-O3"]
     # C++20: recent torch headers need it, and every torch >= 2.6 accepts it.
     cxx = ["-std=c++20", "-fopenmp", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"] + opt
-    ldflags = ["-fopenmp"]
-    if platform.system() == "Linux":
-        # Link the C++ runtime as a shared library even where the compiler
-        # driver is set up to link it statically (some CUDA images wrap g++
-        # with -static-libstdc++). An extension with a private copy of
-        # libstdc++ throws its exceptions (TORCH_CHECK_VALUE & co. throw from
-        # our code, not from libc10) through another C++ runtime than the one
-        # torch catches them with: seen to segfault or abort the process
-        # instead of raising ValueError. tests/test_build.py checks the result.
-        ldflags += ["-Wl,--push-state,-Bdynamic,--no-as-needed", "-lstdc++", "-Wl,--pop-state"]
+    ldflags = ["-fopenmp"] + cxx_runtime_flags()
     if _env("TORCH_ACLNN_ASAN"):
         cxx += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1"]
         ldflags += ["-fsanitize=address,undefined"]
@@ -118,9 +141,10 @@ def extensions():
     return exts
 
 
-setup(
-    name="torch_aclnn",
-    packages=find_packages(include=["torch_aclnn", "torch_aclnn.*"]),
-    ext_modules=extensions(),
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
-)
+if __name__ == "__main__":  # (tests/test_build.py imports this file for cxx_runtime_flags)
+    setup(
+        name="torch_aclnn",
+        packages=find_packages(include=["torch_aclnn", "torch_aclnn.*"]),
+        ext_modules=extensions(),
+        cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    )

@@ -6,7 +6,9 @@ from libc10). A module with a private, statically linked libstdc++ throws them
 through another C++ runtime than the one torch catches them with; on a CUDA
 image whose g++ links libstdc++ statically by default that segfaulted or
 aborted the process on every contract error. setup.py links libstdc++ as a
-shared library; this test checks the result in the ELF headers."""
+shared library; these tests check its flags through such a driver, the
+result in the ELF headers, and a contract error raised in a child process."""
+import importlib.util
 import platform
 import shutil
 import subprocess
@@ -18,6 +20,7 @@ import torch_aclnn
 
 pytestmark = pytest.mark.skipif(platform.system() != "Linux", reason="ELF shared objects: Linux only")
 
+ROOT = Path(__file__).resolve().parent.parent
 MODULES = sorted(Path(torch_aclnn.__file__).parent.glob("_*.so"))
 
 
@@ -39,6 +42,29 @@ def test_cxx_runtime_is_shared(so):
     assert any("libstdc++.so" in line for line in needed), f"{so.name} does not link libstdc++ dynamically"
     defined = _run("nm", "-D", "--defined-only", str(so))
     assert " __cxa_throw" not in defined, f"{so.name} carries its own C++ runtime (__cxa_throw)"
+
+
+def test_link_flags_get_a_shared_runtime_through_a_static_only_driver(tmp_path):
+    """setup.py's flags, through a g++ whose own library directory holds only
+    libstdc++.a (as a CUDA image's wrapper had it: there, -Bdynamic -lstdc++
+    links the archive): the linked object still needs libstdc++.so."""
+    gxx = shutil.which("g++")
+    archive = subprocess.run([gxx, "-print-file-name=libstdc++.a"], capture_output=True, text=True).stdout.strip() \
+        if gxx else ""
+    if not Path(archive).is_absolute():
+        pytest.skip("needs g++ and its libstdc++.a")
+    (tmp_path / "libstdc++.a").symlink_to(archive)
+    spec = importlib.util.spec_from_file_location("torch_aclnn_setup", ROOT / "setup.py")
+    setup_py = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup_py)  # defines the helpers; setup() runs only as __main__
+    src = tmp_path / "t.cpp"
+    src.write_text('#include <stdexcept>\nvoid f(int x) { if (x) throw std::invalid_argument("x"); }\n')
+    for name, flags in (("plain", ["-lstdc++"]), ("ours", setup_py.cxx_runtime_flags())):
+        so = tmp_path / f"{name}.so"
+        subprocess.run([gxx, f"-B{tmp_path}/", "-fPIC", "-shared", str(src), "-o", str(so), *flags], check=True)
+        needed = "libstdc++.so" in _run("readelf", "-d", str(so))
+        # The driver does reproduce the problem (plain flags link the archive); ours do not.
+        assert needed == (name == "ours"), (name, flags)
 
 
 def test_a_contract_error_raises_in_a_child_process():

@@ -4,7 +4,9 @@
 // Two paths:
 //   - contiguous: every operand is one dense run in the same order (the
 //     iterator has coalesced them; this covers contiguous and, e.g., all
-//     channels_last tensors with equal strides). Each thread moves 128 bits
+//     channels_last tensors with equal strides), except inputs broadcast
+//     from a single element (the 0-dim grad_output of a 'mean'/'sum'
+//     backward), which each thread reads once. Each thread moves 128 bits
 //     per operand per step (4 float, 2 double, 8 half/bfloat16) with vector
 //     loads and stores, flat 64-bit indexing (no division). Pointers that are
 //     not 16-byte aligned (views with an odd storage offset) take the same
@@ -39,17 +41,29 @@ C10_DEVICE inline scalar_t invoke(const Op& op, const scalar_t (&x)[nin], std::i
   return op(x[Is]...);
 }
 
+// Input k is broadcast from in[k][0] when bit k of `scalars` is set.
 template <int nin, int vec, typename scalar_t, typename Op>
 __global__ void __launch_bounds__(kThreads)
-contiguous_kernel(int64_t n, scalar_t* __restrict__ out, at::detail::Array<const scalar_t*, nin> in, Op op) {
+contiguous_kernel(int64_t n, scalar_t* __restrict__ out, at::detail::Array<const scalar_t*, nin> in,
+                  uint32_t scalars, Op op) {
   using P = Pack<scalar_t, vec>;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   const int64_t nvec = n / vec;
+  scalar_t one[nin];  // the broadcast inputs' values
+#pragma unroll
+  for (int k = 0; k < nin; ++k) one[k] = (scalars >> k & 1) && n > 0 ? in[k][0] : scalar_t(0);
   for (int64_t i = first; i < nvec; i += step) {
     P a[nin];
 #pragma unroll
-    for (int k = 0; k < nin; ++k) a[k] = reinterpret_cast<const P*>(in[k])[i];
+    for (int k = 0; k < nin; ++k) {
+      if (scalars >> k & 1) {
+#pragma unroll
+        for (int j = 0; j < vec; ++j) a[k].v[j] = one[k];
+      } else {
+        a[k] = reinterpret_cast<const P*>(in[k])[i];
+      }
+    }
     P r;
 #pragma unroll
     for (int j = 0; j < vec; ++j) {
@@ -64,9 +78,27 @@ contiguous_kernel(int64_t n, scalar_t* __restrict__ out, at::detail::Array<const
   for (int64_t i = nvec * vec + first; i < n; i += step) {
     scalar_t x[nin];
 #pragma unroll
-    for (int k = 0; k < nin; ++k) x[k] = in[k][i];
+    for (int k = 0; k < nin; ++k) x[k] = (scalars >> k & 1) ? one[k] : in[k][i];
     out[i] = invoke(op, x, std::make_index_sequence<nin>{});
   }
+}
+
+// Whether every operand of iter is one dense run in the same order, but for
+// inputs broadcast from a single element (byte stride 0 once coalesced),
+// returned in `scalars` (input k as bit k).
+inline bool dense_but_scalars(const at::TensorIteratorBase& iter, int64_t elem, uint32_t& scalars) {
+  scalars = 0;
+  if (iter.is_contiguous()) return true;
+  if (iter.ndim() != 1 || iter.strides(0)[0] != elem) return false;
+  for (int k = 1; k < iter.ntensors(); ++k) {
+    const int64_t s = iter.strides(k)[0];
+    if (s == 0) {
+      scalars |= 1u << (k - 1);
+    } else if (s != elem) {
+      return false;
+    }
+  }
+  return true;
 }
 
 template <int nin, typename scalar_t, typename Op>
@@ -91,19 +123,20 @@ void launch_elementwise(at::TensorIteratorBase& iter, const Op& op) {
   if (n == 0) return;
   c10::cuda::CUDAGuard guard(iter.device());
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  if (iter.is_contiguous()) {
+  uint32_t scalars = 0;
+  if (dense_but_scalars(iter, sizeof(scalar_t), scalars)) {
     auto* out = static_cast<scalar_t*>(iter.data_ptr(0));
     at::detail::Array<const scalar_t*, nin> in;
     constexpr int vec = 16 / sizeof(scalar_t);
     bool aligned = reinterpret_cast<uintptr_t>(out) % 16 == 0;
     for (int k = 0; k < nin; ++k) {
       in[k] = static_cast<const scalar_t*>(iter.data_ptr(k + 1));
-      aligned = aligned && reinterpret_cast<uintptr_t>(in[k]) % 16 == 0;
+      aligned = aligned && ((scalars >> k & 1) || reinterpret_cast<uintptr_t>(in[k]) % 16 == 0);
     }
     if (aligned) {
-      contiguous_kernel<nin, vec><<<blocks_for((n + vec - 1) / vec), kThreads, 0, stream>>>(n, out, in, op);
+      contiguous_kernel<nin, vec><<<blocks_for((n + vec - 1) / vec), kThreads, 0, stream>>>(n, out, in, scalars, op);
     } else {
-      contiguous_kernel<nin, 1><<<blocks_for(n), kThreads, 0, stream>>>(n, out, in, op);
+      contiguous_kernel<nin, 1><<<blocks_for(n), kThreads, 0, stream>>>(n, out, in, scalars, op);
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
