@@ -1,18 +1,27 @@
 // torch_aclnn: the one TORCH_LIBRARY holding every operator schema.
 //
-// Kernels live next to their backend registration:
+// Kernels live next to their backend registration (the Autograd kernel of
+// every operator in csrc/autograd.cpp):
 //   csrc/meta/<family>.cpp   Meta (fake-tensor / torch.compile) kernels
 //   csrc/cpu/<family>.cpp    CPU kernels (built once per ISA, see setup.py)
 //   csrc/cuda/<family>.cu    CUDA kernels
 // and every backend validates arguments with csrc/contracts/<family>.h.
+#include "autograd.h"
+
 #include <Python.h>
 #include <torch/library.h>
 
 extern "C" {
-// A dummy module init so `import torch_aclnn._C` loads the library and runs
-// the static registrations below; no pybind11 is involved.
+// The module init: `import torch_aclnn._C` loads the library and runs the
+// static registrations (the schemas below, the kernels beside their
+// backends); its one function registers the autograd formulas
+// (csrc/autograd.cpp).
 PyMODINIT_FUNC PyInit__C(void) {
-  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+  static PyMethodDef methods[] = {
+      {"_set_autograd_formula", torch_aclnn::autograd::set_formula, METH_VARARGS,
+       "_set_autograd_formula(name, fn): the Python autograd formula of operator `name`"},
+      {nullptr, nullptr, 0, nullptr}};
+  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, methods};
   return PyModule_Create(&module_def);
 }
 }

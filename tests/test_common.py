@@ -3,6 +3,7 @@ the float64 spec reference, bitwise equality with aten where the spec promises
 it, the out= overload, Meta/fake kernels, opcheck, gradcheck/gradgradcheck,
 torch.compile, and every contract error on real, meta and compiled calls."""
 import re
+import sys
 
 import pytest
 import torch
@@ -131,6 +132,44 @@ def test_gradcheck(device, name):
         fn = lambda *ts: _call_with(info, s, ts)  # noqa: E731
         assert torch.autograd.gradcheck(fn, inputs, fast_mode=True), s
         assert torch.autograd.gradgradcheck(fn, inputs, fast_mode=True), s
+
+
+def _python_calls(fn):
+    """(file, function) of every Python function entered while fn runs."""
+    calls = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            calls.append((frame.f_code.co_filename, frame.f_code.co_name))
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+@pytest.mark.parametrize("name", FLOAT_OPS)
+def test_autograd_formula_runs_only_when_a_gradient_is_needed(device, name):
+    """The C++ Autograd kernel (csrc/autograd.cpp) sends a call that needs no
+    gradient straight to the backend kernel, without entering the Python
+    formula; a call with an input that requires grad runs the formula and
+    records it in the graph."""
+    info = OPS[name]
+    s = next(iter(info.samples(device, torch.float64, True)))
+    def entered(calls):  # our formula, or torch.library's Python autograd kernel
+        return any((f.endswith("_common.py") and fn == "formula") or f.endswith("autograd.py") and "_library" in f
+                   for f, fn in calls)
+
+    with torch.no_grad():
+        calls = _python_calls(lambda: info.op(*s.args, **s.kwargs))
+    assert not entered(calls), calls
+    plain = s.map_tensors(lambda t: t.detach())
+    assert not entered(_python_calls(lambda: info.op(*plain.args, **plain.kwargs)))
+    out = []
+    assert entered(_python_calls(lambda: out.append(info.op(*s.args, **s.kwargs))))
+    assert out[0].grad_fn is not None and "torch_aclnn" in type(out[0].grad_fn).__name__
 
 
 @pytest.mark.parametrize("name", FLOAT_OPS)

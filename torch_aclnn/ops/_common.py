@@ -1,7 +1,12 @@
 """Helpers shared by the operator families' Python APIs."""
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import Any, Callable
+
+import torch
+from torch._library import autograd as _library_autograd
+from torch._library import utils as _library_utils
 
 NULLPTR = 161001
 PARAM_INVALID = 161002
@@ -22,3 +27,19 @@ def require(op: str, **args: Any) -> None:
 
 def invalid(op: str, message: str, exc: type = ValueError) -> Exception:
     return exc(contract_error(PARAM_INVALID, op, message))
+
+
+def register_autograd(qualname: str, backward: Callable, *, setup_context: Callable) -> None:
+    """torch.library.register_autograd for a torch_aclnn operator: the same
+    backward and setup_context, built into the same autograd.Function by
+    torch's own make_autograd_impl. It is called by the operator's C++
+    Autograd kernel (csrc/autograd.cpp) only when a gradient is needed; a call
+    that needs none goes to the backend kernel without entering Python."""
+    op = _library_utils.lookup_op(qualname)
+    impl = _library_autograd.make_autograd_impl(op, _library_autograd.Info(backward, setup_context))
+    from_raw = torch._C.DispatchKeySet.from_raw_repr
+
+    def formula(raw_keyset: int, *args: Any) -> Any:
+        return impl(from_raw(raw_keyset), *args)
+
+    importlib.import_module("torch_aclnn._C")._set_autograd_formula(qualname, formula)

@@ -10,7 +10,8 @@ Where things live:
   CPU kernels       csrc/cpu/elu.cpp
   fake kernels      csrc/meta/elu.cpp (C++ Meta, shares the contract)
   CUDA kernels      csrc/cuda/elu.cu (per-element code: csrc/cuda/elu.cuh)
-  autograd          this file (register_autograd below)
+  autograd          this file (register_autograd below; the Autograd kernel
+                    that calls it: csrc/autograd.cpp)
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Optional
 
 import torch
 
-from ._common import invalid, require
+from ._common import invalid, register_autograd, require
 
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
@@ -138,5 +139,5 @@ def _elu_backward_grad(ctx, grad):
     return grad_grad_output, None, None, None, None, grad_x
 
 
-torch.library.register_autograd("torch_aclnn::elu", _elu_grad, setup_context=_elu_setup)
-torch.library.register_autograd("torch_aclnn::elu_backward", _elu_backward_grad, setup_context=_elu_backward_setup)
+register_autograd("torch_aclnn::elu", _elu_grad, setup_context=_elu_setup)
+register_autograd("torch_aclnn::elu_backward", _elu_backward_grad, setup_context=_elu_backward_setup)

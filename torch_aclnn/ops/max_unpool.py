@@ -7,7 +7,8 @@ Where things live:
   CPU kernels       csrc/cpu/max_unpool.cpp
   fake kernels      csrc/meta/max_unpool.cpp (C++ Meta, shares the contract)
   CUDA kernels      csrc/cuda/max_unpool.cu (per-element code: csrc/cuda/max_unpool.cuh)
-  autograd          this file (register_autograd below)
+  autograd          this file (register_autograd below; the Autograd kernel
+                    that calls it: csrc/autograd.cpp)
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import invalid, require
+from ._common import invalid, register_autograd, require
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
@@ -142,6 +143,6 @@ def _backward_grad(ctx, grad):
     return grad_grad_output, None, None, None, None, None
 
 
-torch.library.register_autograd("torch_aclnn::max_unpool3d", _forward_grad, setup_context=_forward_setup)
-torch.library.register_autograd("torch_aclnn::max_unpool3d_backward", _backward_grad,
+register_autograd("torch_aclnn::max_unpool3d", _forward_grad, setup_context=_forward_setup)
+register_autograd("torch_aclnn::max_unpool3d_backward", _backward_grad,
                                 setup_context=_backward_setup)

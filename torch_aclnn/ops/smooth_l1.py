@@ -7,7 +7,8 @@ Where things live:
   CPU kernels       csrc/cpu/smooth_l1.cpp
   fake kernels      csrc/meta/smooth_l1.cpp (C++ Meta, shares the contract)
   CUDA kernels      csrc/cuda/smooth_l1.cu (per-element code: csrc/cuda/smooth_l1.cuh)
-  autograd          this file (register_autograd below)
+  autograd          this file (register_autograd below; the Autograd kernel
+                    that calls it: csrc/autograd.cpp)
 
 Semantics that differ from aten's raw ``smooth_l1_loss_backward`` (by design,
 spec §4): with ``beta == 0`` the gradient is ``sign(d)`` with ``sign(0) = 0``
@@ -22,7 +23,7 @@ from typing import Optional, Union
 
 import torch
 
-from ._common import invalid, require
+from ._common import invalid, register_autograd, require
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward"]
 
@@ -144,6 +145,6 @@ def _backward_backward(ctx, gg):
     return grad_go, grad_self, grad_target, None, None
 
 
-torch.library.register_autograd("torch_aclnn::smooth_l1_loss", _forward_backward, setup_context=_forward_setup)
-torch.library.register_autograd("torch_aclnn::smooth_l1_loss_backward", _backward_backward,
+register_autograd("torch_aclnn::smooth_l1_loss", _forward_backward, setup_context=_forward_setup)
+register_autograd("torch_aclnn::smooth_l1_loss_backward", _backward_backward,
                                 setup_context=_backward_setup)

@@ -6,7 +6,8 @@ Where things live:
   CPU kernels       csrc/cpu/upsample.cpp
   fake kernels      csrc/meta/upsample.cpp (C++ Meta, shares the contract)
   CUDA kernels      csrc/cuda/upsample.cu (per-element code: csrc/cuda/upsample.cuh)
-  autograd          this file (register_autograd below)
+  autograd          this file (register_autograd below; the Autograd kernel
+                    that calls it: csrc/autograd.cpp)
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import invalid, require
+from ._common import invalid, register_autograd, require
 
 __all__ = [
     "upsample_nearest3d",
@@ -133,8 +134,8 @@ def _register(forward: str, backward: str) -> None:
     def backward_grad(ctx, grad):
         return fwd_op(grad, ctx.output_size, *ctx.scales), None, None, None, None, None
 
-    torch.library.register_autograd(f"torch_aclnn::{forward}", forward_grad, setup_context=forward_setup)
-    torch.library.register_autograd(f"torch_aclnn::{backward}", backward_grad, setup_context=backward_setup)
+    register_autograd(f"torch_aclnn::{forward}", forward_grad, setup_context=forward_setup)
+    register_autograd(f"torch_aclnn::{backward}", backward_grad, setup_context=backward_setup)
 
 
 _register("upsample_nearest3d", "upsample_nearest3d_backward")
