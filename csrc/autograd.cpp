@@ -18,6 +18,7 @@
 // keep torch's default Autograd fallback.
 #include "autograd.h"
 
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/grad_mode.h>
