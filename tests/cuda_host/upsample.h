@@ -84,9 +84,9 @@ at::Tensor window_table(std::vector<int64_t> output_size, std::vector<int64_t> i
 
 // The backward kernel's result, computed on the host; *took_packed: the fold
 // of the packed kernel it took, 0 for the one-element kernel.
-at::Tensor backward_impl(const at::Tensor& grad_output, std::vector<int64_t> output_size, std::vector<int64_t> input_size,
-                    std::optional<double> sd, std::optional<double> sh, std::optional<double> sw, bool exact,
-                    bool channels_last, bool wide, int64_t* took_packed) {
+at::Tensor backward_impl(const at::Tensor& grad_output, std::vector<int64_t> output_size,
+                         std::vector<int64_t> input_size, std::optional<double> sd, std::optional<double> sh,
+                         std::optional<double> sw, bool exact, bool channels_last, bool wide, int64_t* took_packed) {
   const Scale scales[3] = {sd, sh, sw};
   at::Tensor gi = at::empty(input_size, grad_output.options().memory_format(format(channels_last)));
   if (gi.numel() == 0) return gi;
