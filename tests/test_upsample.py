@@ -45,6 +45,20 @@ def test_matches_interpolate_forward_and_grad(mode, kwargs, device):
     assert torch.equal(ga, gb)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("channels", [1, 5, 16, 17, 40, 130])
+def test_channels_last_forward_vector_and_tail_channels(channels, dtype):
+    """The CPU channels_last_3d forward copies each pixel's channels in whole
+    vectors and a partial tail: bitwise aten's for every channel count and dtype."""
+    x = make_tensor((2, channels, 3, 4, 5), dtype, "cpu", layout="channels_last_3d")
+    for out_size in ([6, 8, 10], [4, 6, 7], [2, 2, 2]):
+        for ours, theirs in ((ops.upsample_nearest3d, torch.ops.aten.upsample_nearest3d),
+                             (ops.upsample_nearest_exact3d, torch.ops.aten._upsample_nearest_exact3d)):
+            got = ours(x, out_size)
+            assert got.is_contiguous(memory_format=torch.channels_last_3d)
+            assert torch.equal(got, theirs(x, out_size)), (out_size, ours)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("channels", [40, 16, 5])
 def test_channels_last_backward_vector_and_tail_channels(channels, dtype, device):
