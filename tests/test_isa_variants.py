@@ -25,6 +25,13 @@ for name, info in OPS.items():
             if s.exact_vs_aten and info.aten is not None and dtype in (torch.float32, torch.float64):
                 assert torch.equal(out, info.aten(*s.args, **s.kwargs)), (name, s)
             checked += 1
+# channels_last_3d forwards: whole-vector and partial-vector channel copies
+for dtype in (torch.float32, torch.bfloat16):
+    for channels in (1, 5, 16, 17, 40, 130):
+        x = torch.randn(2, channels, 3, 4, 5).to(dtype).contiguous(memory_format=torch.channels_last_3d)
+        assert torch.equal(torch.ops.torch_aclnn.upsample_nearest3d(x, [6, 8, 10]),
+                           torch.ops.aten.upsample_nearest3d(x, [6, 8, 10])), (dtype, channels)
+        checked += 1
 print("checked", checked)
 """
 
