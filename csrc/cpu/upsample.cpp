@@ -19,6 +19,9 @@
 #include <torch/library.h>
 
 #include <cstring>
+#if defined(CPU_CAPABILITY_AVX512)
+#include <immintrin.h>
+#endif
 #include <type_traits>
 #include <vector>
 
@@ -150,7 +153,46 @@ struct RowFold {
   int64_t taps = 0;
   std::vector<int32_t> at;     // taps x in offsets into the row (clamped in range)
   std::vector<uint8_t> valid;  // taps x in: 1 where the tap is inside the window
+  // AVX512 builds, windows of 1 or 2 outputs (up-scaling by less than 2):
+  // block b of 16 input indices reads one span of at most 32 consecutive
+  // outputs, [base[b], base[b] + need), loaded as two masked vectors; its
+  // two taps are two-source permutes of them (idx0 / idx1 into the span),
+  // the second added only where the window holds 2 outputs (mask `two`).
+  // The same additions in the same order as the tap loop, which does the
+  // indices past the blocks (and everything in the other builds).
+  int64_t blocks = 0;
+  std::vector<int32_t> base, idx0, idx1;
+  std::vector<uint16_t> load_lo, load_hi, two;
 };
+
+// The permute blocks of `f` (see RowFold), when every window has 1 or 2
+// outputs and every block of 16 spans at most 32.
+void make_permute_blocks(RowFold& f, const Windows& w, int64_t in) {
+  constexpr int64_t B = 16;
+  const int64_t blocks = in / B;
+  for (int64_t k = 0; k < blocks * B; ++k) {
+    const int64_t size = w.hi[k] - w.lo[k];
+    if (size < 1 || size > 2) return;
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (w.hi[b * B + B - 1] - w.lo[b * B] > 2 * B) return;
+  }
+  f.blocks = blocks;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t base = w.lo[b * B], need = w.hi[b * B + B - 1] - base;
+    f.base.push_back(static_cast<int32_t>(base));
+    f.load_lo.push_back(static_cast<uint16_t>(need >= B ? 0xFFFF : (1u << need) - 1));
+    f.load_hi.push_back(static_cast<uint16_t>(need >= 2 * B ? 0xFFFF : need > B ? (1u << (need - B)) - 1 : 0));
+    uint16_t two = 0;
+    for (int64_t j = 0; j < B; ++j) {
+      const int64_t k = b * B + j, size = w.hi[k] - w.lo[k];
+      f.idx0.push_back(static_cast<int32_t>(w.lo[k] - base));
+      f.idx1.push_back(static_cast<int32_t>(w.lo[k] + size - 1 - base));
+      if (size == 2) two |= static_cast<uint16_t>(1u << j);
+    }
+    f.two.push_back(two);
+  }
+}
 
 RowFold make_row_fold(const Windows& w, int64_t in, int64_t out) {
   RowFold f;
@@ -164,6 +206,9 @@ RowFold make_row_fold(const Windows& w, int64_t in, int64_t out) {
       f.at[t * in + k] = static_cast<int32_t>(inside ? w.lo[k] + t : 0);
     }
   }
+#if defined(CPU_CAPABILITY_AVX512)
+  if (f.taps <= 2) make_permute_blocks(f, w, in);
+#endif
   if (out % in == 0) {
     const int64_t L = out / in;
     bool uniform = true;
@@ -197,15 +242,32 @@ inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, cons
       return fold_uniform<3>(acc, row, in);
     case 4:
       return fold_uniform<4>(acc, row, in);
-    default:
+    default: {
+      int64_t first = 0;  // the indices before it were folded by the permute blocks
+#if defined(CPU_CAPABILITY_AVX512)
+      if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
+        for (int64_t b = 0; b < f.blocks; ++b) {
+          const float* span = row + f.base[b];
+          const __m512 lo = _mm512_maskz_loadu_ps(f.load_lo[b], span);
+          const __m512 hi = _mm512_maskz_loadu_ps(f.load_hi[b], span + 16);
+          const __m512 tap0 = _mm512_permutex2var_ps(lo, _mm512_loadu_si512(f.idx0.data() + 16 * b), hi);
+          const __m512 tap1 = _mm512_permutex2var_ps(lo, _mm512_loadu_si512(f.idx1.data() + 16 * b), hi);
+          __m512 a = _mm512_add_ps(_mm512_loadu_ps(acc + 16 * b), tap0);
+          a = _mm512_mask_add_ps(a, f.two[b], a, tap1);
+          _mm512_storeu_ps(acc + 16 * b, a);
+        }
+        first = f.blocks * 16;
+      }
+#endif
       for (int64_t t = 0; t < f.taps; ++t) {
         const int32_t* __restrict at = f.at.data() + t * in;
         const uint8_t* __restrict valid = f.valid.data() + t * in;
-        for (int64_t k = 0; k < in; ++k) {
+        for (int64_t k = first; k < in; ++k) {
           const acc_t v = static_cast<acc_t>(row[at[k]]);
           acc[k] += valid[k] ? v : acc_t(0);
         }
       }
+    }
   }
 }
 
