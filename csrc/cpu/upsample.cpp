@@ -19,7 +19,7 @@
 #include <torch/library.h>
 
 #include <cstring>
-#if defined(CPU_CAPABILITY_AVX512)
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
 #include <immintrin.h>
 #endif
 #include <type_traits>
@@ -153,44 +153,55 @@ struct RowFold {
   int64_t taps = 0;
   std::vector<int32_t> at;     // taps x in offsets into the row (clamped in range)
   std::vector<uint8_t> valid;  // taps x in: 1 where the tap is inside the window
-  // AVX512 builds, windows of 1 or 2 outputs (up-scaling by less than 2):
-  // block b of 16 input indices reads one span of at most 32 consecutive
-  // outputs, [base[b], base[b] + need), loaded as two masked vectors; its
-  // two taps are two-source permutes of them (idx0 / idx1 into the span),
-  // the second added only where the window holds 2 outputs (mask `two`).
-  // The same additions in the same order as the tap loop, which does the
-  // indices past the blocks (and everything in the other builds).
+  // AVX512 / AVX2 builds, windows of 1 or 2 outputs (up-scaling by less
+  // than 2): block b of kBlock (16 / 8) input indices reads one span of at
+  // most 2 * kBlock consecutive outputs, [base[b], base[b] + need), loaded as
+  // two masked vectors; its two taps are two-source permutes of them (idx0 /
+  // idx1 into the span), the second added only where the window holds 2
+  // outputs (mask `two`). The same additions in the same order as the tap
+  // loop, which does the indices past the blocks (and everything in the
+  // default build).
   int64_t blocks = 0;
   std::vector<int32_t> base, idx0, idx1;
   std::vector<uint16_t> load_lo, load_hi, two;
 };
 
+#if defined(CPU_CAPABILITY_AVX512)
+constexpr int64_t kBlock = 16;
+#elif defined(CPU_CAPABILITY_AVX2)
+constexpr int64_t kBlock = 8;
+#else
+constexpr int64_t kBlock = 0;  // no permute blocks
+#endif
+
 // The permute blocks of `f` (see RowFold), when every window has 1 or 2
-// outputs and every block of 16 spans at most 32.
+// outputs and every block of kBlock spans at most 2 * kBlock.
 void make_permute_blocks(RowFold& f, const Windows& w, int64_t in) {
-  constexpr int64_t B = 16;
-  const int64_t blocks = in / B;
-  for (int64_t k = 0; k < blocks * B; ++k) {
-    const int64_t size = w.hi[k] - w.lo[k];
-    if (size < 1 || size > 2) return;
-  }
-  for (int64_t b = 0; b < blocks; ++b) {
-    if (w.hi[b * B + B - 1] - w.lo[b * B] > 2 * B) return;
-  }
-  f.blocks = blocks;
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t base = w.lo[b * B], need = w.hi[b * B + B - 1] - base;
-    f.base.push_back(static_cast<int32_t>(base));
-    f.load_lo.push_back(static_cast<uint16_t>(need >= B ? 0xFFFF : (1u << need) - 1));
-    f.load_hi.push_back(static_cast<uint16_t>(need >= 2 * B ? 0xFFFF : need > B ? (1u << (need - B)) - 1 : 0));
-    uint16_t two = 0;
-    for (int64_t j = 0; j < B; ++j) {
-      const int64_t k = b * B + j, size = w.hi[k] - w.lo[k];
-      f.idx0.push_back(static_cast<int32_t>(w.lo[k] - base));
-      f.idx1.push_back(static_cast<int32_t>(w.lo[k] + size - 1 - base));
-      if (size == 2) two |= static_cast<uint16_t>(1u << j);
+  constexpr int64_t B = kBlock;
+  if constexpr (B > 0) {
+    const int64_t blocks = in / B;
+    for (int64_t k = 0; k < blocks * B; ++k) {
+      const int64_t size = w.hi[k] - w.lo[k];
+      if (size < 1 || size > 2) return;
     }
-    f.two.push_back(two);
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (w.hi[b * B + B - 1] - w.lo[b * B] > 2 * B) return;
+    }
+    f.blocks = blocks;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t base = w.lo[b * B], need = w.hi[b * B + B - 1] - base;
+      f.base.push_back(static_cast<int32_t>(base));
+      f.load_lo.push_back(static_cast<uint16_t>(need >= B ? 0xFFFF : (1u << need) - 1));
+      f.load_hi.push_back(static_cast<uint16_t>(need >= 2 * B ? 0xFFFF : need > B ? (1u << (need - B)) - 1 : 0));
+      uint16_t two = 0;
+      for (int64_t j = 0; j < B; ++j) {
+        const int64_t k = b * B + j, size = w.hi[k] - w.lo[k];
+        f.idx0.push_back(static_cast<int32_t>(w.lo[k] - base));
+        f.idx1.push_back(static_cast<int32_t>(w.lo[k] + size - 1 - base));
+        if (size == 2) two |= static_cast<uint16_t>(1u << j);
+      }
+      f.two.push_back(two);
+    }
   }
 }
 
@@ -206,9 +217,7 @@ RowFold make_row_fold(const Windows& w, int64_t in, int64_t out) {
       f.at[t * in + k] = static_cast<int32_t>(inside ? w.lo[k] + t : 0);
     }
   }
-#if defined(CPU_CAPABILITY_AVX512)
-  if (f.taps <= 2) make_permute_blocks(f, w, in);
-#endif
+  if (kBlock > 0 && f.taps <= 2) make_permute_blocks(f, w, in);
   if (out % in == 0) {
     const int64_t L = out / in;
     bool uniform = true;
@@ -257,6 +266,35 @@ inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, cons
           _mm512_storeu_ps(acc + 16 * b, a);
         }
         first = f.blocks * 16;
+      }
+#elif defined(CPU_CAPABILITY_AVX2)
+      if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
+        // Lane masks from bit masks; permutes pick within 8 lanes, a blend
+        // picks the span's half.
+        const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        const auto lanes = [&](uint16_t bits) {
+          return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(bits), lane_bit), lane_bit);
+        };
+        const __m256i seven = _mm256_set1_epi32(7);
+        const auto pick = [&](__m256 lo, __m256 hi, __m256i idx) {
+          const __m256 upper = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, seven));
+          return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx), upper);
+        };
+        for (int64_t b = 0; b < f.blocks; ++b) {
+          const float* span = row + f.base[b];
+          const __m256 lo = _mm256_maskload_ps(span, lanes(f.load_lo[b]));
+          const __m256 hi = _mm256_maskload_ps(span + 8, lanes(f.load_hi[b]));
+          const auto* i0 = reinterpret_cast<const __m256i*>(f.idx0.data() + 8 * b);
+          const auto* i1 = reinterpret_cast<const __m256i*>(f.idx1.data() + 8 * b);
+          const __m256 tap0 = pick(lo, hi, _mm256_loadu_si256(i0));
+          const __m256 tap1 = pick(lo, hi, _mm256_loadu_si256(i1));
+          __m256 a = _mm256_add_ps(_mm256_loadu_ps(acc + 8 * b), tap0);
+          // + (+0.0) where the window holds 1 output: leaves a bitwise as it is
+          // (an accumulator that starts at +0.0 is never -0.0).
+          a = _mm256_add_ps(a, _mm256_and_ps(tap1, _mm256_castsi256_ps(lanes(f.two[b]))));
+          _mm256_storeu_ps(acc + 8 * b, a);
+        }
+        first = f.blocks * 8;
       }
 #endif
       for (int64_t t = 0; t < f.taps; ++t) {
