@@ -282,8 +282,11 @@ inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, cons
         };
         for (int64_t b = 0; b < f.blocks; ++b) {
           const float* span = row + f.base[b];
-          const __m256 lo = _mm256_maskload_ps(span, lanes(f.load_lo[b]));
-          const __m256 hi = _mm256_maskload_ps(span + 8, lanes(f.load_hi[b]));
+          // Whole loads while the row goes on past 16 (lanes past `need` are
+          // never picked); masked ones (slow on some CPUs) only at its end.
+          const bool whole = f.base[b] + 16 <= out;
+          const __m256 lo = whole ? _mm256_loadu_ps(span) : _mm256_maskload_ps(span, lanes(f.load_lo[b]));
+          const __m256 hi = whole ? _mm256_loadu_ps(span + 8) : _mm256_maskload_ps(span + 8, lanes(f.load_hi[b]));
           const auto* i0 = reinterpret_cast<const __m256i*>(f.idx0.data() + 8 * b);
           const auto* i1 = reinterpret_cast<const __m256i*>(f.idx1.data() + 8 * b);
           const __m256 tap0 = pick(lo, hi, _mm256_loadu_si256(i0));
