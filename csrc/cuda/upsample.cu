@@ -141,7 +141,7 @@ void backward_into(const at::Tensor& grad_output, at::IntArrayRef output_size, a
   const bool cl = fmt == MemoryFormat::ChannelsLast3d;
   const int64_t packed = AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
                                                          "upsample_nearest3d_backward_cuda", [&] {
-    return kernels::packed_fold<scalar_t>(kernels::uniform_fold<mode>(a, 2), grad_output, grad_input, cl);
+    return kernels::packed_fold<mode, scalar_t>(a, grad_output, grad_input, cl);
   });
   // The D and H folds of the packed kernel (0: that axis's windows come from the table).
   const int64_t fold_d = packed ? kernels::uniform_fold<mode>(a, 0) : 0;

@@ -76,12 +76,13 @@ constexpr int64_t kPack = 16 / static_cast<int64_t>(sizeof(scalar_t));
 // 16-byte aligned pack: grad_input's rows and grad_output's W axis dense,
 // iW a multiple of the pack, grad_output's other strides (of axes longer
 // than 1) multiples of it, both data pointers 16-byte aligned. Returns L, or
-// 0 for the general one-element-per-thread kernel.
-template <typename scalar_t>
-inline int64_t packed_fold(int64_t L, const at::Tensor& grad_output, const at::Tensor& grad_input,
+// 0 for the general one-element-per-thread kernel. (The layout tests come
+// first: the fold test walks the W axis.)
+template <Mode mode, typename scalar_t>
+inline int64_t packed_fold(const Axes& a, const at::Tensor& grad_output, const at::Tensor& grad_input,
                            bool channels_last) {
   constexpr int64_t V = kPack<scalar_t>;
-  if (channels_last || !(L == 1 || L == 2 || L == 4)) return 0;
+  if (channels_last) return 0;
   if (!grad_input.is_contiguous() || grad_input.size(4) % V != 0) return 0;
   if (grad_output.size(4) > 1 && grad_output.stride(4) != 1) return 0;
   for (int d = 0; d < 4; ++d) {
@@ -89,7 +90,8 @@ inline int64_t packed_fold(int64_t L, const at::Tensor& grad_output, const at::T
   }
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (!aligned(grad_output.const_data_ptr()) || !aligned(grad_input.const_data_ptr())) return 0;
-  return L;
+  const int64_t L = uniform_fold<mode>(a, 2);
+  return L == 1 || L == 2 || L == 4 ? L : 0;
 }
 
 // Calls f(std::integral_constant<int, L>{}) for L in {1, 2, 4}.

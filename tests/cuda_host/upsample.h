@@ -82,24 +82,36 @@ at::Tensor window_table(std::vector<int64_t> output_size, std::vector<int64_t> i
   return torch::tensor(win, torch::kLong);
 }
 
-// The backward kernel's result, computed on the host; *took_packed: the fold
-// of the packed kernel it took, 0 for the one-element kernel.
-at::Tensor backward_impl(const at::Tensor& grad_output, std::vector<int64_t> output_size,
-                         std::vector<int64_t> input_size, std::optional<double> sd, std::optional<double> sh,
-                         std::optional<double> sw, bool exact, bool channels_last, bool wide, int64_t* took_packed) {
+// The fold of the packed kernel the launch takes (csrc/cuda/upsample.cu), or
+// 0 for the one-element kernel.
+int64_t packed_for(const at::Tensor& grad_output, const at::Tensor& gi, const Axes& a, bool exact,
+                   bool channels_last) {
+  int64_t packed = 0;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "packed_for", [&] {
+    with_mode(exact, [&](auto m) {
+      packed = packed_fold<decltype(m)::value, scalar_t>(a, grad_output, gi, channels_last);
+    });
+  });
+  return packed;
+}
+
+// The backward kernel's result, computed on the host.
+at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_size, std::vector<int64_t> input_size,
+                    std::optional<double> sd, std::optional<double> sh, std::optional<double> sw, bool exact,
+                    bool channels_last, bool wide) {
   const Scale scales[3] = {sd, sh, sw};
   at::Tensor gi = at::empty(input_size, grad_output.options().memory_format(format(channels_last)));
   if (gi.numel() == 0) return gi;
   TORCH_CHECK(wide || fits_32bit({&grad_output, &gi}));
   const Axes a = make_axes(input_size, output_size, scales);
   const std::vector<int64_t> win = windows(a, exact);
-  int64_t folds[3] = {0, 0, 0};
+  const int64_t packed = packed_for(grad_output, gi, a, exact, channels_last);
+  int64_t fold_d = 0, fold_h = 0;  // as the launch computes them
   with_mode(exact, [&](auto m) {
-    for (int axis = 0; axis < 3; ++axis) folds[axis] = uniform_fold<decltype(m)::value>(a, axis);
+    fold_d = uniform_fold<decltype(m)::value>(a, 0);
+    fold_h = uniform_fold<decltype(m)::value>(a, 1);
   });
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "backward", [&] {
-    const int64_t packed = packed_fold<scalar_t>(folds[2], grad_output, gi, channels_last);
-    if (took_packed) *took_packed = packed;
     with_index_type(!wide, [&](auto index_tag) {
       using index_t = decltype(index_tag);
       if (packed) {  // the packed kernel, as csrc/cuda/upsample.cu launches it
@@ -111,7 +123,7 @@ at::Tensor backward_impl(const at::Tensor& grad_output, std::vector<int64_t> out
             backward_pack<decltype(fold)::value>(static_cast<index_t>(q), grad_output.const_data_ptr<scalar_t>(),
                                                  gi.mutable_data_ptr<scalar_t>(), unravel, st, win.data(),
                                                  static_cast<index_t>(a.in[0]), static_cast<index_t>(a.in[1]),
-                                                 static_cast<index_t>(folds[0]), static_cast<index_t>(folds[1]));
+                                                 static_cast<index_t>(fold_d), static_cast<index_t>(fold_h));
           }
         });
         return;
@@ -131,20 +143,14 @@ at::Tensor backward_impl(const at::Tensor& grad_output, std::vector<int64_t> out
   return gi;
 }
 
-at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_size, std::vector<int64_t> input_size,
-                    std::optional<double> sd, std::optional<double> sh, std::optional<double> sw, bool exact,
-                    bool channels_last, bool wide) {
-  return backward_impl(grad_output, output_size, input_size, sd, sh, sw, exact, channels_last, wide, nullptr);
-}
-
-// Which backward kernel the launch takes for these arguments: the fold L of
-// the packed kernel, or 0 for the one-element kernel.
+// Which backward kernel the launch takes for these arguments, with an NCDHW
+// grad_input: the fold L of the packed kernel, or 0 for the one-element kernel.
 int64_t backward_path(const at::Tensor& grad_output, std::vector<int64_t> output_size,
                       std::vector<int64_t> input_size, std::optional<double> sd, std::optional<double> sh,
                       std::optional<double> sw, bool exact) {
-  int64_t packed = 0;
-  backward_impl(grad_output, output_size, input_size, sd, sh, sw, exact, false, false, &packed);
-  return packed;
+  const Scale scales[3] = {sd, sh, sw};
+  const at::Tensor gi = at::empty(input_size, grad_output.options());
+  return packed_for(grad_output, gi, make_axes(input_size, output_size, scales), exact, false);
 }
 
 }  // namespace host_upsample
