@@ -158,8 +158,9 @@ def test_autograd_formula_runs_only_when_a_gradient_is_needed(device, name):
     records it in the graph."""
     info = OPS[name]
     s = next(iter(info.samples(device, torch.float64, True)))
+
     def entered(calls):  # our formula, or torch.library's Python autograd kernel
-        return any((f.endswith("_common.py") and fn == "formula") or f.endswith("autograd.py") and "_library" in f
+        return any((f.endswith("_common.py") and fn == "formula") or (f.endswith("autograd.py") and "_library" in f)
                    for f, fn in calls)
 
     with torch.no_grad():

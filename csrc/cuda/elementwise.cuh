@@ -52,7 +52,7 @@ contiguous_kernel(int64_t n, scalar_t* __restrict__ out, at::detail::Array<const
   const int64_t nvec = n / vec;
   scalar_t one[nin];  // the broadcast inputs' values
 #pragma unroll
-  for (int k = 0; k < nin; ++k) one[k] = (scalars >> k & 1) && n > 0 ? in[k][0] : scalar_t(0);
+  for (int k = 0; k < nin; ++k) one[k] = (scalars >> k & 1) ? in[k][0] : scalar_t(0);  // n > 0 here
   for (int64_t i = first; i < nvec; i += step) {
     P a[nin];
 #pragma unroll
