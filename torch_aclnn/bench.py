@@ -218,6 +218,18 @@ def _load() -> Optional[float]:
         return None
 
 
+def _huge_pages() -> str:
+    """How large CPU outputs get their memory (csrc/cpu/cpu_utils.h, with_huge_pages)."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            mode = f.read().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        return "no transparent huge pages on this system"
+    ours = "off (TORCH_ACLNN_HUGE_PAGES=0)" if os.environ.get("TORCH_ACLNN_HUGE_PAGES") == "0" else "advised"
+    aten = "advised" if os.environ.get("THP_MEM_ALLOC_ENABLE") == "1" else "not advised (THP_MEM_ALLOC_ENABLE unset)"
+    return f"transparent huge pages '{mode}'; torch_aclnn's large outputs: {ours}; aten's: {aten}"
+
+
 def _gpu() -> dict:
     p = torch.cuda.get_device_properties(torch.cuda.current_device())
     return {"gpu": p.name, "gpu_sms": p.multi_processor_count, "gpu_memory_gib": round(p.total_memory / 2**30, 1),
@@ -239,7 +251,7 @@ def run(cases: list, size: str = "full", rounds: Optional[int] = None, min_run_t
             "threads": threads, "cpu": _cpu_model(), "cpus": os.cpu_count(), "torch": torch.__version__,
             "torch_aclnn": __version__, "cpu_kernels": _loader.cpu_isa,
             "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(), "load_start": _load(),
-            "device": device}
+            "device": device, "huge_pages": _huge_pages()}
     if device == "cuda":
         meta.update(_gpu())
     bar = Progress(len(cases), label="bench")
@@ -285,6 +297,9 @@ def markdown(report: dict) -> str:
            f"torch {m['torch']}, torch_aclnn {m['torch_aclnn']} ({where}" + (")" if cuda else "") + "; "
            f"load average {m['load_start']} at start, {m['load_end']} at end; {m['seconds']} s.",
            f"Sizes ({m['size']}): {m['sizes']}.",
+           *([] if cuda or "huge_pages" not in m else
+             [f"Output memory: {m['huge_pages']} (functional forms: the first write to each fresh page of "
+              "the output is a page fault; see benchmarks/README.md)."]),
            f"Each time is the median of {m['rounds']} interleaved rounds of blocked_autorange "
            f"(min_run_time {m['min_run_time_s']} s). ratio = aten time / torch_aclnn time (> 1: torch_aclnn is "
            "faster). GB/s counts each tensor read or written once; ref = a plain aten op with the same "

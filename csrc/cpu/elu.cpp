@@ -16,6 +16,7 @@
 // float32/float64, 1 ulp in float16 (torch_aclnn.testing.elu.ulp_table).
 // half/bfloat16 compute in float32 and round once.
 #include "contracts/elu.h"
+#include "cpu/cpu_utils.h"
 
 // GCC 12 flags the _mm512_undefined_*() placeholders inside its own
 // half<->float conversion intrinsics, inlined through at::vec, as "may be
@@ -168,7 +169,7 @@ void run(at::TensorIteratorBase& iter, const Op& op) {
 at::Tensor forward_cpu(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
                        const c10::Scalar& input_scale) {
   const Params p = check_forward(self, alpha, scale, input_scale);
-  at::Tensor out = at::empty_like(self, c10::MemoryFormat::Preserve);
+  at::Tensor out = cpu::with_huge_pages(at::empty_like(self, c10::MemoryFormat::Preserve));
   if (out.numel() == 0) return out;
   auto iter = at::TensorIteratorConfig().resize_outputs(false).add_output(out).add_const_input(self).build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "elu_cpu", [&] {
@@ -202,7 +203,7 @@ void backward_into(const at::Tensor& grad_output, const Params& p, bool is_resul
 at::Tensor backward_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
                         const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result) {
   const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result);
-  at::Tensor grad_input = at::empty_like(grad_output, c10::MemoryFormat::Preserve);
+  at::Tensor grad_input = cpu::with_huge_pages(at::empty_like(grad_output, c10::MemoryFormat::Preserve));
   backward_into(grad_output, p, is_result, self_or_result, grad_input);
   return grad_input;
 }
@@ -215,7 +216,7 @@ void backward_out_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, c
   if (grad_input.numel() == 0) return;
   write_out(
       grad_input, backward_writes_in_place(grad_input, grad_output, self_or_result),
-      [&] { return at::empty_like(grad_output, c10::MemoryFormat::Preserve); },
+      [&] { return cpu::with_huge_pages(at::empty_like(grad_output, c10::MemoryFormat::Preserve)); },
       [&](at::Tensor& dst) { backward_into(grad_output, p, is_result, self_or_result, dst); });
 }
 

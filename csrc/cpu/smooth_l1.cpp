@@ -25,6 +25,7 @@
 // output dtype ('mean' divides the float64 sum by the element count).
 #include "common/out.h"
 #include "contracts/smooth_l1.h"
+#include "cpu/cpu_utils.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
@@ -328,7 +329,7 @@ at::Tensor forward_cpu(const at::Tensor& self_, const at::Tensor& target_, int64
   const Plan p = check_forward(self_, target_, reduction, beta);
   const at::Tensor self = as_dtype(self_, p.dtype), target = as_dtype(target_, p.dtype);
   if (reduction != kNone) return loss_reduced(self, target, reduction, beta);
-  at::Tensor out = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options());
+  at::Tensor out = cpu::with_huge_pages(at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options()));
   if (out.numel() > 0) loss_none_into(self, target, beta, out);
   return out;
 }
@@ -348,7 +349,8 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, cons
 at::Tensor backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                         int64_t reduction, double beta) {
   const Plan p = check_backward(grad_output, self, target, reduction, beta);
-  at::Tensor grad_input = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype));
+  at::Tensor grad_input =
+      cpu::with_huge_pages(at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype)));
   backward_into(grad_output, self, target, reduction, beta, p.dtype, grad_input);
   return grad_input;
 }
@@ -361,7 +363,9 @@ void backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, con
   // an input; then compute into a temporary and copy.
   write_out(
       grad_input, shares_no_memory(grad_input, {&grad_output, &self, &target}),
-      [&] { return at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype)); },
+      [&] {
+        return cpu::with_huge_pages(at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype)));
+      },
       [&](at::Tensor& dst) { backward_into(grad_output, self, target, reduction, beta, p.dtype, dst); });
 }
 
