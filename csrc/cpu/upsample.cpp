@@ -153,17 +153,17 @@ struct RowFold {
   int64_t taps = 0;
   std::vector<int32_t> at;     // taps x in offsets into the row (clamped in range)
   std::vector<uint8_t> valid;  // taps x in: 1 where the tap is inside the window
-  // AVX512 / AVX2 builds, windows of 1 or 2 outputs (up-scaling by less
-  // than 2): block b of kBlock (16 / 8) input indices reads one span of at
-  // most 2 * kBlock consecutive outputs, [base[b], base[b] + need), loaded as
-  // two masked vectors; its two taps are two-source permutes of them (idx0 /
-  // idx1 into the span), the second added only where the window holds 2
-  // outputs (mask `two`). The same additions in the same order as the tap
-  // loop, which does the indices past the blocks (and everything in the
-  // default build).
+  // AVX512 / AVX2 builds, windows of at most 2 outputs (up-scaling by less
+  // than 2, or down-scaling): block b of kBlock (16 / 8) input indices reads
+  // one span of at most 2 * kBlock consecutive outputs, [base[b], base[b] +
+  // need), loaded as two masked vectors; its two taps are two-source permutes
+  // of them (idx0 / idx1 into the span), the first added only where the
+  // window holds an output (mask `one`), the second only where it holds 2
+  // (mask `two`). The same additions in the same order as the tap loop, which
+  // does the indices past the blocks (and everything in the default build).
   int64_t blocks = 0;
   std::vector<int32_t> base, idx0, idx1;
-  std::vector<uint16_t> load_lo, load_hi, two;
+  std::vector<uint16_t> load_lo, load_hi, one, two;
 };
 
 #if defined(CPU_CAPABILITY_AVX512)
@@ -174,32 +174,42 @@ constexpr int64_t kBlock = 8;
 constexpr int64_t kBlock = 0;  // no permute blocks
 #endif
 
-// The permute blocks of `f` (see RowFold), when every window has 1 or 2
-// outputs and every block of kBlock spans at most 2 * kBlock.
+// The permute blocks of `f` (see RowFold), when every window has at most 2
+// outputs and the outputs of every block of kBlock span at most 2 * kBlock.
 void make_permute_blocks(RowFold& f, const Windows& w, int64_t in) {
   constexpr int64_t B = kBlock;
   if constexpr (B > 0) {
     const int64_t blocks = in / B;
-    for (int64_t k = 0; k < blocks * B; ++k) {
-      const int64_t size = w.hi[k] - w.lo[k];
-      if (size < 1 || size > 2) return;
-    }
+    std::vector<int64_t> base(blocks, 0), need(blocks, 0);
     for (int64_t b = 0; b < blocks; ++b) {
-      if (w.hi[b * B + B - 1] - w.lo[b * B] > 2 * B) return;
+      int64_t lo = -1, hi = 0;  // the outputs of the block's non-empty windows
+      for (int64_t k = b * B; k < b * B + B; ++k) {
+        const int64_t size = w.hi[k] - w.lo[k];
+        if (size > 2) return;
+        if (size == 0) continue;
+        if (lo < 0) lo = w.lo[k];
+        hi = w.hi[k];
+      }
+      if (lo < 0) continue;  // no outputs: nothing to load
+      if (hi - lo > 2 * B) return;
+      base[b] = lo;
+      need[b] = hi - lo;
     }
     f.blocks = blocks;
     for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t base = w.lo[b * B], need = w.hi[b * B + B - 1] - base;
-      f.base.push_back(static_cast<int32_t>(base));
-      f.load_lo.push_back(static_cast<uint16_t>(need >= B ? 0xFFFF : (1u << need) - 1));
-      f.load_hi.push_back(static_cast<uint16_t>(need >= 2 * B ? 0xFFFF : need > B ? (1u << (need - B)) - 1 : 0));
-      uint16_t two = 0;
+      const int64_t n = need[b];
+      f.base.push_back(static_cast<int32_t>(base[b]));
+      f.load_lo.push_back(static_cast<uint16_t>(n >= B ? 0xFFFF : (1u << n) - 1));
+      f.load_hi.push_back(static_cast<uint16_t>(n >= 2 * B ? 0xFFFF : n > B ? (1u << (n - B)) - 1 : 0));
+      uint16_t one = 0, two = 0;
       for (int64_t j = 0; j < B; ++j) {
         const int64_t k = b * B + j, size = w.hi[k] - w.lo[k];
-        f.idx0.push_back(static_cast<int32_t>(w.lo[k] - base));
-        f.idx1.push_back(static_cast<int32_t>(w.lo[k] + size - 1 - base));
+        f.idx0.push_back(static_cast<int32_t>(size > 0 ? w.lo[k] - base[b] : 0));
+        f.idx1.push_back(static_cast<int32_t>(size > 0 ? w.hi[k] - 1 - base[b] : 0));
+        if (size > 0) one |= static_cast<uint16_t>(1u << j);
         if (size == 2) two |= static_cast<uint16_t>(1u << j);
       }
+      f.one.push_back(one);
       f.two.push_back(two);
     }
   }
@@ -261,7 +271,8 @@ inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, cons
           const __m512 hi = _mm512_maskz_loadu_ps(f.load_hi[b], span + 16);
           const __m512 tap0 = _mm512_permutex2var_ps(lo, _mm512_loadu_si512(f.idx0.data() + 16 * b), hi);
           const __m512 tap1 = _mm512_permutex2var_ps(lo, _mm512_loadu_si512(f.idx1.data() + 16 * b), hi);
-          __m512 a = _mm512_add_ps(_mm512_loadu_ps(acc + 16 * b), tap0);
+          __m512 a = _mm512_loadu_ps(acc + 16 * b);
+          a = _mm512_mask_add_ps(a, f.one[b], a, tap0);
           a = _mm512_mask_add_ps(a, f.two[b], a, tap1);
           _mm512_storeu_ps(acc + 16 * b, a);
         }
@@ -291,9 +302,9 @@ inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, cons
           const auto* i1 = reinterpret_cast<const __m256i*>(f.idx1.data() + 8 * b);
           const __m256 tap0 = pick(lo, hi, _mm256_loadu_si256(i0));
           const __m256 tap1 = pick(lo, hi, _mm256_loadu_si256(i1));
-          __m256 a = _mm256_add_ps(_mm256_loadu_ps(acc + 8 * b), tap0);
-          // + (+0.0) where the window holds 1 output: leaves a bitwise as it is
-          // (an accumulator that starts at +0.0 is never -0.0).
+          // + (+0.0) where the window holds fewer outputs: leaves a bitwise
+          // as it is (an accumulator that starts at +0.0 is never -0.0).
+          __m256 a = _mm256_add_ps(_mm256_loadu_ps(acc + 8 * b), _mm256_and_ps(tap0, _mm256_castsi256_ps(lanes(f.one[b]))));
           a = _mm256_add_ps(a, _mm256_and_ps(tap1, _mm256_castsi256_ps(lanes(f.two[b]))));
           _mm256_storeu_ps(acc + 8 * b, a);
         }
