@@ -359,15 +359,20 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
     at::parallel_for(0, rows, grain_for(cost), [&](int64_t b, int64_t e) {
       // half/bfloat16: accumulate in a float32 row, widening each source row once.
       std::vector<acc_t> buffer(kAccInPlace ? 0 : iW), wide(kAccInPlace ? 0 : oW);
+      // Rows no output maps to (down-scaling) are +0.0 (all bits zero); a run
+      // of them, consecutive in memory, is cleared with one memset.
+      int64_t zeros_from = b;
+      const auto clear_zeros = [&](int64_t end) {
+        if (end > zeros_from) std::memset(o + zeros_from * iW, 0, sizeof(scalar_t) * (end - zeros_from) * iW);
+      };
       int64_t idx[4];
       unravel<4>(b, sizes, idx);
       for (int64_t r = b; r < e; ++r, advance<4>(sizes, idx)) {
         const int64_t nc = idx[0], i = idx[1], j = idx[2];
+        if (wd.lo[i] == wd.hi[i] || wh.lo[j] == wh.hi[j]) continue;
+        clear_zeros(r);
+        zeros_from = r + 1;
         scalar_t* dst = o + r * iW;
-        if (wd.lo[i] == wd.hi[i] || wh.lo[j] == wh.hi[j]) {  // no output maps here (down-scaling)
-          std::memset(dst, 0, sizeof(scalar_t) * iW);            // all bits zero: +0.0
-          continue;
-        }
         acc_t* acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
         std::fill(acc, acc + iW, acc_t(0));
         for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
@@ -385,6 +390,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
           at::vec::convert(acc, dst, iW);
         }
       }
+      clear_zeros(e);
     });
   } else {
     // channels_last_3d: one pixel (n, i, j, k, :) at a time, C contiguous.
