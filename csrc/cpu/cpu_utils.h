@@ -1,8 +1,10 @@
 // Small helpers shared by the CPU kernels.
 #pragma once
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -76,6 +78,22 @@ inline at::Tensor with_huge_pages(at::Tensor t) {
   if (last > first) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 #endif
   return t;
+}
+
+// A CPU kernel's result (or out= temporary): at::empty / at::empty_like(t,
+// MemoryFormat::Preserve) without the trip through the dispatcher, which is
+// a good part of a small call's cost (aten's structured kernels allocate
+// their outputs the same way), and with_huge_pages.
+inline at::Tensor empty(at::IntArrayRef size, const at::TensorOptions& options) {
+  return with_huge_pages(at::detail::empty_cpu(size, options));
+}
+
+inline at::Tensor empty_like(const at::Tensor& t) {
+  // Preserve keeps a non-overlapping and dense tensor's strides as they are.
+  if (t.is_non_overlapping_and_dense()) {
+    return with_huge_pages(at::detail::empty_strided_cpu(t.sizes(), t.strides(), t.options()));
+  }
+  return with_huge_pages(at::empty_like(t, c10::MemoryFormat::Preserve));
 }
 
 }  // namespace torch_aclnn::cpu

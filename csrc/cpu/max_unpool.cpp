@@ -29,7 +29,6 @@
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -170,7 +169,7 @@ at::Tensor forward_cpu(const at::Tensor& self_, const at::Tensor& indices_, c10:
   const MemoryFormat fmt = result_format(self_);
   std::vector<int64_t> shape(self_.sizes().begin(), self_.sizes().end() - 3);
   shape.insert(shape.end(), output_size.begin(), output_size.end());
-  at::Tensor out = cpu::with_huge_pages(at::empty(shape, self_.options().memory_format(fmt)));
+  at::Tensor out = cpu::empty(shape, self_.options().memory_format(fmt));
   if (out.numel() == 0) return out;
   const at::Tensor self = flattenable(self_, fmt);
   const at::Tensor indices = flattenable(indices_, fmt);
@@ -285,7 +284,7 @@ at::Tensor backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, c
                         c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding) {
   check_backward(grad_output, self, indices, output_size, stride, padding);
   const MemoryFormat fmt = result_format(indices);
-  at::Tensor grad_input = cpu::with_huge_pages(at::empty(self.sizes(), grad_output.options().memory_format(fmt)));
+  at::Tensor grad_input = cpu::empty(self.sizes(), grad_output.options().memory_format(fmt));
   backward_into(grad_output, self, indices, C10_AS_INTARRAYREF_SLOW(output_size), grad_input, fmt);
   return grad_input;
 }
@@ -299,7 +298,7 @@ void backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, con
   // memory with what the kernel reads.
   write_out(
       grad_input, shares_no_memory(grad_input, {&grad_output, &indices}),
-      [&] { return cpu::with_huge_pages(at::empty(self.sizes(), grad_output.options())); },
+      [&] { return cpu::empty(self.sizes(), grad_output.options()); },
       [&](at::Tensor& dst) { backward_into(grad_output, self, indices, out_size, dst, MemoryFormat::Contiguous); });
 }
 

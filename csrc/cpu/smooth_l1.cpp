@@ -36,7 +36,6 @@
 #include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 #include <ATen/native/cpu/Loops.h>
-#include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -308,7 +307,7 @@ double loss_sum(at::TensorIterator& iter, double beta) {
 at::Tensor loss_reduced(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
   auto iter = at::TensorIteratorConfig().add_const_input(self).add_const_input(target).build();
   const int64_t numel = iter.numel();
-  at::Tensor out = at::empty({}, self.options());
+  at::Tensor out = cpu::empty({}, self.options());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "smooth_l1_loss_cpu", [&] {
     const double sum = loss_sum<scalar_t>(iter, beta);
     // 'mean' of no elements is 0 / 0 = NaN, as in torch.
@@ -329,7 +328,7 @@ at::Tensor forward_cpu(const at::Tensor& self_, const at::Tensor& target_, int64
   const Plan p = check_forward(self_, target_, reduction, beta);
   const at::Tensor self = as_dtype(self_, p.dtype), target = as_dtype(target_, p.dtype);
   if (reduction != kNone) return loss_reduced(self, target, reduction, beta);
-  at::Tensor out = cpu::with_huge_pages(at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options()));
+  at::Tensor out = cpu::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options());
   if (out.numel() > 0) loss_none_into(self, target, beta, out);
   return out;
 }
@@ -349,8 +348,7 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, cons
 at::Tensor backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                         int64_t reduction, double beta) {
   const Plan p = check_backward(grad_output, self, target, reduction, beta);
-  at::Tensor grad_input =
-      cpu::with_huge_pages(at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype)));
+  at::Tensor grad_input = cpu::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype));
   backward_into(grad_output, self, target, reduction, beta, p.dtype, grad_input);
   return grad_input;
 }
@@ -363,9 +361,7 @@ void backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, con
   // an input; then compute into a temporary and copy.
   write_out(
       grad_input, shares_no_memory(grad_input, {&grad_output, &self, &target}),
-      [&] {
-        return cpu::with_huge_pages(at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype)));
-      },
+      [&] { return cpu::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype)); },
       [&](at::Tensor& dst) { backward_into(grad_output, self, target, reduction, beta, p.dtype, dst); });
 }
 

@@ -15,7 +15,6 @@
 #include <ATen/Parallel.h>
 #include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
-#include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 #include <cstring>
@@ -128,8 +127,8 @@ at::Tensor forward_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size_,
   check_forward(mode, self, output_size_, scales);
   const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
   const MemoryFormat fmt = result_format(self);
-  at::Tensor out = cpu::with_huge_pages(at::empty(
-      {self.size(0), self.size(1), output_size[0], output_size[1], output_size[2]}, self.options().memory_format(fmt)));
+  at::Tensor out = cpu::empty({self.size(0), self.size(1), output_size[0], output_size[1], output_size[2]},
+                              self.options().memory_format(fmt));
   if (out.numel() == 0) return out;
   const Axes a = make_axes(self.sizes(), output_size, scales);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "upsample_nearest3d_cpu", [&] {
@@ -463,7 +462,7 @@ at::Tensor backward_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef outpu
   check_backward(mode, grad_output, output_size, input_size, scales);
   const MemoryFormat fmt = result_format(grad_output);
   const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
-  at::Tensor grad_input = cpu::with_huge_pages(at::empty(in_size, grad_output.options().memory_format(fmt)));
+  at::Tensor grad_input = cpu::empty(in_size, grad_output.options().memory_format(fmt));
   backward_into<mode>(grad_output, C10_AS_INTARRAYREF_SLOW(output_size), in_size, scales, grad_input, fmt);
   return grad_input;
 }
@@ -484,7 +483,7 @@ void backward_out_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_
   const bool direct = grad_input.is_contiguous(dense_format_5d(grad_input, preferred)) &&
                       shares_no_memory(grad_input, {&grad_output});
   write_out(
-      grad_input, direct, [&] { return cpu::with_huge_pages(at::empty(in_size, grad_output.options().memory_format(preferred))); },
+      grad_input, direct, [&] { return cpu::empty(in_size, grad_output.options().memory_format(preferred)); },
       [&](at::Tensor& dst) {
         backward_into<mode>(grad_output, out_size, in_size, scales, dst, dense_format_5d(dst, preferred));
       });
