@@ -34,9 +34,9 @@ for dtype in (torch.float32, torch.bfloat16):
                            torch.ops.aten.upsample_nearest3d(x, [6, 8, 10])), (dtype, channels)
         checked += 1
 # up-scaling W by less than 2, or down-scaling it, over long rows: the backward's permute blocks
-# (AVX512 16, AVX2 8)
+# (AVX512 16, AVX2 8); by exactly 2: blocks of 2 vectors summed in registers, and a scalar tail
 for iw in (8, 16, 17, 33, 64):
-    for ow in (iw + 1, int(iw * 1.5), 2 * iw - 1, iw // 2, int(iw * 0.7)):
+    for ow in (iw + 1, int(iw * 1.5), 2 * iw - 1, iw // 2, int(iw * 0.7), 2 * iw):
         g = torch.randn(2, 2, 5, 6, ow)
         for ours, theirs in ((torch.ops.torch_aclnn.upsample_nearest3d_backward,
                               torch.ops.aten.upsample_nearest3d_backward),

@@ -61,13 +61,14 @@ def test_channels_last_forward_vector_and_tail_channels(channels, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("iw", [16, 17, 33, 64, 100])
-def test_backward_non_integer_scaling_of_long_rows(iw, dtype):
+def test_backward_scaling_of_long_rows(iw, dtype):
     """Up-scaling W by less than 2, or down-scaling it, with rows of 16 or
     more: the CPU backward folds whole blocks of 16 windows (of 0, 1 or 2
     outputs) with vector permutes (AVX512 builds) and the rest with the tap
-    loop; bitwise aten's (float32/float64), whatever the block boundaries and
+    loop; by exactly 2: blocks of 2 vectors summed in registers, then a scalar
+    tail. Bitwise aten's (float32/float64), whatever the block boundaries and
     the row's end."""
-    for ow in (iw + 1, int(iw * 1.3), int(iw * 1.5), 2 * iw - 1, iw // 2, int(iw * 0.7), iw - 1):
+    for ow in (iw + 1, int(iw * 1.3), int(iw * 1.5), 2 * iw - 1, iw // 2, int(iw * 0.7), iw - 1, 2 * iw):
         insz, out = [2, 2, 3, 4, iw], [5, 6, ow]
         g = make_tensor([2, 2, *out], dtype, "cpu")
         for ours, theirs in ((ops.upsample_nearest3d_backward, torch.ops.aten.upsample_nearest3d_backward),

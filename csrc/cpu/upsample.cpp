@@ -21,6 +21,7 @@
 #if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
 #include <immintrin.h>
 #endif
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -336,6 +337,74 @@ inline void widen_row(const scalar_t* __restrict src, float* __restrict dst, int
   for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
+// The (d, h) window of one NCDHW grad_input row: the grad_output rows
+// (d, h), d in [d0, d1), h in [h0, h1), of its (n, c) volume.
+template <typename scalar_t>
+struct Window2 {
+  const scalar_t* volume;
+  int64_t d0, d1, h0, h1, oH, oW;
+  const scalar_t* row(int64_t d, int64_t h) const { return volume + (d * oH + h) * oW; }
+};
+
+// One grad_input row when W is up-scaled by exactly 2 (every W window is
+// {2k, 2k+1}): each block of 2K elements (K float lanes) sums its windows in
+// two vector registers, the rows in (d, h) order and within a row w = 2k then
+// 2k + 1 (a deinterleave of the loaded row), so the same additions in the
+// same order as fold_uniform<2>; half/bfloat16 are widened in registers and
+// rounded once. The last iW % 2K elements take the scalar loop, in the same
+// order.
+template <typename scalar_t>
+void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t iW) {
+  using acc_t = at::opmath_type<scalar_t>;
+  using aVec = at::vec::Vectorized<acc_t>;
+  using sVec = at::vec::Vectorized<scalar_t>;
+  constexpr int64_t K = aVec::size();
+  constexpr bool kReduced = !std::is_same_v<acc_t, scalar_t>;
+  static_assert(!kReduced || sVec::size() == 2 * K);
+  int64_t k = 0;
+  for (; k + 2 * K <= iW; k += 2 * K) {
+    aVec a0(acc_t(0)), a1(acc_t(0));
+    for (int64_t d = win.d0; d < win.d1; ++d) {
+      for (int64_t h = win.h0; h < win.h1; ++h) {
+        const scalar_t* row = win.row(d, h) + 2 * k;  // 4K elements
+        aVec x0, x1, x2, x3;
+        if constexpr (kReduced) {
+          std::tie(x0, x1) = at::vec::convert_to_float<scalar_t>(sVec::loadu(row));
+          std::tie(x2, x3) = at::vec::convert_to_float<scalar_t>(sVec::loadu(row + 2 * K));
+        } else {
+          x0 = aVec::loadu(row);
+          x1 = aVec::loadu(row + K);
+          x2 = aVec::loadu(row + 2 * K);
+          x3 = aVec::loadu(row + 3 * K);
+        }
+        const auto [even0, odd0] = at::vec::deinterleave2(x0, x1);
+        const auto [even1, odd1] = at::vec::deinterleave2(x2, x3);
+        a0 = a0 + even0;
+        a0 = a0 + odd0;
+        a1 = a1 + even1;
+        a1 = a1 + odd1;
+      }
+    }
+    if constexpr (kReduced) {
+      at::vec::convert_from_float<scalar_t>(a0, a1).store(dst + k);
+    } else {
+      a0.store(dst + k);
+      a1.store(dst + k + K);
+    }
+  }
+  for (; k < iW; ++k) {
+    acc_t s = 0;
+    for (int64_t d = win.d0; d < win.d1; ++d) {
+      for (int64_t h = win.h0; h < win.h1; ++h) {
+        const scalar_t* row = win.row(d, h);
+        s += static_cast<acc_t>(row[2 * k]);
+        s += static_cast<acc_t>(row[2 * k + 1]);
+      }
+    }
+    dst[k] = static_cast<scalar_t>(s);
+  }
+}
+
 // go and gi are both contiguous in `fmt`.
 template <Mode mode, typename scalar_t>
 void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, MemoryFormat fmt) {
@@ -372,11 +441,16 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
         clear_zeros(r);
         zeros_from = r + 1;
         scalar_t* dst = o + r * iW;
+        const Window2 win{g + nc * oD * oH * oW, wd.lo[i], wd.hi[i], wh.lo[j], wh.hi[j], oH, oW};
+        if (fold.uniform == 2) {
+          fold_by_2(dst, win, iW);
+          continue;
+        }
         acc_t* acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
         std::fill(acc, acc + iW, acc_t(0));
-        for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
-          for (int64_t h = wh.lo[j]; h < wh.hi[j]; ++h) {
-            const scalar_t* row = g + ((nc * oD + d) * oH + h) * oW;
+        for (int64_t d = win.d0; d < win.d1; ++d) {
+          for (int64_t h = win.h0; h < win.h1; ++h) {
+            const scalar_t* row = win.row(d, h);
             if constexpr (kAccInPlace) {
               fold_row(acc, row, fold, iW, oW);
             } else {
