@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_aclnn
-from torch_aclnn.testing import make_tensor
+from torch_aclnn.testing import make_tensor, tolerance
 from torch_aclnn.testing.upsample import reference_backward, reference_forward
 
 ops = torch.ops.torch_aclnn
@@ -81,19 +81,28 @@ def test_backward_scaling_of_long_rows(iw, dtype):
                 assert torch.equal(got, want), (ow, ours)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("channels", [40, 16, 5])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("channels", [56, 40, 16, 5])
 def test_channels_last_backward_vector_and_tail_channels(channels, dtype, device):
-    """channels_last_3d backward with channels spanning whole SIMD vectors and a
-    tail (40 = 2 x 16 + 8 floats): bitwise aten's (nearest, scale 2 and 1.5)."""
+    """channels_last_3d backward with channels spanning whole SIMD vectors,
+    half a vector and a tail (56 = 32 + 16 + 8): bitwise aten's (nearest,
+    scale 2 and 1.5). half/bfloat16 sum in float32 in the same order and
+    round once: bitwise aten's float32 result on the widened input, rounded."""
+    if dtype in (torch.bfloat16, torch.float16) and torch.device(device).type != "cpu":
+        pytest.skip("the CPU kernel's half/bfloat16 vector blocks")
     for out_size in ([6, 8, 10], [4, 6, 7]):
         g = make_tensor((2, channels, *out_size), dtype, device, layout="channels_last_3d")
         in_size = [2, channels, 3, 4, 5]
         ours = ops.upsample_nearest3d_backward(g, out_size, in_size)
         assert ours.is_contiguous(memory_format=torch.channels_last_3d)
-        assert torch.equal(ours, torch.ops.aten.upsample_nearest3d_backward(g, out_size, in_size))
-        torch.testing.assert_close(ours.double(), reference_backward("nearest", g, out_size, in_size), rtol=1e-5,
-                                   atol=1e-5)
+        if dtype in (torch.float32, torch.float64):
+            want = torch.ops.aten.upsample_nearest3d_backward(g, out_size, in_size)
+        else:
+            want = torch.ops.aten.upsample_nearest3d_backward(g.float(), out_size, in_size).to(dtype)
+        assert torch.equal(ours, want)
+        torch.testing.assert_close(ours.double(), reference_backward("nearest", g, out_size, in_size),
+                                   **({"rtol": 1e-5, "atol": 1e-5} if dtype in (torch.float32, torch.float64)
+                                      else tolerance(dtype)))
 
 
 def test_scales_are_all_or_nothing():

@@ -466,52 +466,88 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
       clear_zeros(e);
     });
   } else {
-    // channels_last_3d: one pixel (n, i, j, k, :) at a time, C contiguous.
-    const int64_t sizes[4] = {N, iD, iH, iW};
-    const int64_t pixels = N * iD * iH * iW;
-    const int64_t cost = std::max<int64_t>(C, C * oD * oH * oW / std::max<int64_t>(1, iD * iH * iW));
-    at::parallel_for(0, pixels, grain_for(cost), [&](int64_t b, int64_t e) {
-      std::vector<acc_t> buffer(kAccInPlace ? 0 : C);
-      int64_t idx[4];
-      unravel<4>(b, sizes, idx);
-      for (int64_t p = b; p < e; ++p, advance<4>(sizes, idx)) {
-        const int64_t n = idx[0], i = idx[1], j = idx[2], k = idx[3];
-        scalar_t* dst = o + p * C;
-        if (wd.lo[i] == wd.hi[i] || wh.lo[j] == wh.hi[j] || ww.lo[k] == ww.hi[k]) {
-          std::memset(dst, 0, sizeof(scalar_t) * C);
-          continue;
+    // channels_last_3d: one row of pixels (n, i, j, :, :) at a time, C
+    // contiguous. The grad_output rows of the row's (d, h) window are listed
+    // once (d-major); each pixel k sums, per channel, those rows' pixels w of
+    // its W window, in (d, h, w) order.
+    const int64_t sizes[3] = {N, iD, iH};
+    const int64_t rows = N * iD * iH;
+    const int64_t cost = iW * std::max<int64_t>(C, C * oD * oH * oW / std::max<int64_t>(1, iD * iH * iW));
+    using sVec = at::vec::Vectorized<scalar_t>;
+    using aVec = at::vec::Vectorized<acc_t>;
+    constexpr bool kReduced = !kAccInPlace;
+    constexpr int64_t L = sVec::size(), K = aVec::size();  // channels per load; float lanes
+    static_assert(!kReduced || L == 2 * K);
+    at::parallel_for(0, rows, grain_for(cost), [&](int64_t b, int64_t e) {
+      std::vector<const scalar_t*> window;  // the grad_output rows of the (d, h) window
+      int64_t idx[3];
+      unravel<3>(b, sizes, idx);
+      for (int64_t r = b; r < e; ++r, advance<3>(sizes, idx)) {
+        const int64_t n = idx[0], i = idx[1], j = idx[2];
+        scalar_t* out_row = o + r * iW * C;
+        window.clear();
+        for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
+          for (int64_t h = wh.lo[j]; h < wh.hi[j]; ++h) window.push_back(g + ((n * oD + d) * oH + h) * oW * C);
         }
-        if constexpr (kAccInPlace) {
-          // float/double: whole vectors of channels accumulate in registers
-          // (the same additions, in the same (d, h, w) order, as below).
-          using Vec = at::vec::Vectorized<scalar_t>;
-          constexpr int64_t L = Vec::size();
-          const scalar_t* gn = g + n * oD * oH * oW * C;
+        for (int64_t k = 0; k < iW; ++k) {
+          scalar_t* dst = out_row + k * C;
+          const int64_t w0 = ww.lo[k], w1 = ww.hi[k];
+          if (window.empty() || w0 == w1) {  // no output maps here (down-scaling)
+            std::memset(dst, 0, sizeof(scalar_t) * C);
+            continue;
+          }
+          // Vectors of channels accumulate in registers, half/bfloat16
+          // widened to float32 there and rounded once; the channels past the
+          // vectors in a scalar loop.
+          const auto each_pixel = [&](auto&& add) {
+            for (const scalar_t* row : window) {
+              for (int64_t w = w0; w < w1; ++w) add(row + w * C);
+            }
+          };
           int64_t c = 0;
           for (; c + L <= C; c += L) {
-            Vec v(scalar_t(0));
-            for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
-              for (int64_t h = wh.lo[j]; h < wh.hi[j]; ++h) {
-                const scalar_t* row = gn + (d * oH + h) * oW * C + c;
-                for (int64_t w = ww.lo[k]; w < ww.hi[k]; ++w) v = v + Vec::loadu(row + w * C);
+            aVec v0(acc_t(0)), v1(acc_t(0));
+            if constexpr (kReduced) {
+              each_pixel([&](const scalar_t* px) {
+                const auto [x0, x1] = at::vec::convert_to_float<scalar_t>(sVec::loadu(px + c));
+                v0 = v0 + x0;
+                v1 = v1 + x1;
+              });
+              at::vec::convert_from_float<scalar_t>(v0, v1).store(dst + c);
+            } else {
+              each_pixel([&](const scalar_t* px) { v0 = v0 + aVec::loadu(px + c); });
+              v0.store(dst + c);
+            }
+          }
+          if constexpr (kReduced) {
+            if (c + K <= C) {  // half a vector of channels (masked load and store)
+              aVec v0(acc_t(0));
+              const auto half = [&](const scalar_t* px) {
+                return std::get<0>(at::vec::convert_to_float<scalar_t>(sVec::loadu(px, K)));
+              };
+              if (C == K) {
+                // Pixels of exactly K channels: two neighbours along W per load.
+                for (const scalar_t* row : window) {
+                  int64_t w = w0;
+                  for (; w + 2 <= w1; w += 2) {
+                    const auto [x0, x1] = at::vec::convert_to_float<scalar_t>(sVec::loadu(row + w * C));
+                    v0 = v0 + x0;
+                    v0 = v0 + x1;
+                  }
+                  if (w < w1) v0 = v0 + half(row + w * C);
+                }
+              } else {
+                each_pixel([&](const scalar_t* px) { v0 = v0 + half(px + c); });
               }
-            }
-            v.store(dst + c);
-          }
-          if (c == C) continue;
-        }
-        acc_t* __restrict acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
-        std::fill(acc, acc + C, acc_t(0));
-        for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
-          for (int64_t h = wh.lo[j]; h < wh.hi[j]; ++h) {
-            for (int64_t w = ww.lo[k]; w < ww.hi[k]; ++w) {
-              const scalar_t* __restrict px = g + (((n * oD + d) * oH + h) * oW + w) * C;
-              for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<acc_t>(px[c]);
+              at::vec::convert_from_float<scalar_t>(v0, aVec(acc_t(0))).store(dst + c, K);
+              c += K;
             }
           }
-        }
-        if constexpr (!kAccInPlace) {
-          for (int64_t c = 0; c < C; ++c) dst[c] = static_cast<scalar_t>(acc[c]);
+          for (; c < C; ++c) {
+            acc_t acc = 0;
+            each_pixel([&](const scalar_t* px) { acc += static_cast<acc_t>(px[c]); });
+            dst[c] = static_cast<scalar_t>(acc);
+          }
         }
       }
     });
