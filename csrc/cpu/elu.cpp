@@ -36,6 +36,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace torch_aclnn::elu {
 namespace {
@@ -177,10 +178,13 @@ bool run_dense(at::Tensor& out, const Op& op, const In&... in) {
   }
   constexpr int64_t K = Vectorized<scalar_t>::size();
   scalar_t* o = out.mutable_data_ptr<scalar_t>();
+  const auto inputs = std::make_tuple(in.template const_data_ptr<scalar_t>()...);
   at::parallel_for(0, out.numel(), cpu::kGrainSize, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i += K) {
-      apply_block(op, o + i, std::min(K, e - i), (in.template const_data_ptr<scalar_t>() + i)...);
-    }
+    std::apply(
+        [&](const auto*... x) {
+          for (int64_t i = b; i < e; i += K) apply_block(op, o + i, std::min(K, e - i), (x + i)...);
+        },
+        inputs);
   });
   return true;
 }
