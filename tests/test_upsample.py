@@ -81,6 +81,26 @@ def test_backward_scaling_of_long_rows(iw, dtype):
                 assert torch.equal(got, want), (ow, ours)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("iw", [8, 64, 100, 130])
+def test_backward_halving_all_axes(iw, dtype):
+    """Down-scaling every axis by exactly 2 (the CPU backward spreads each
+    grad_output row into every other element of its grad_input row, by
+    vectors and a scalar tail): bitwise aten's, -0.0 included (0.0 + -0.0 is
+    +0.0), for nearest (even elements) and nearest-exact (odd ones)."""
+    insz, out = [2, 3, 8, 6, iw], [4, 3, iw // 2]
+    g = make_tensor([2, 3, *out], torch.float32, "cpu")
+    g.view(-1)[::7] = -0.0
+    g = g.to(dtype)
+    for ours, theirs in ((ops.upsample_nearest3d_backward, torch.ops.aten.upsample_nearest3d_backward),
+                         (ops.upsample_nearest_exact3d_backward,
+                          torch.ops.aten._upsample_nearest_exact3d_backward)):
+        got = ours(g, out, insz)
+        want = theirs(g.float() if dtype == torch.bfloat16 else g, out, insz).to(dtype)
+        assert torch.equal(got, want), ours
+        assert not torch.signbit(got).logical_and(got == 0).any(), ours
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("channels", [56, 40, 16, 5])
 def test_channels_last_backward_vector_and_tail_channels(channels, dtype, device):

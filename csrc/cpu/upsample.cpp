@@ -145,6 +145,10 @@ at::Tensor forward_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size_,
 // in) along W: every input index k owns the window [lo[k], hi[k]).
 struct RowFold {
   int64_t uniform = 0;  // L > 0 when lo[k] = k*L and hi[k] = (k+1)*L for every k (out == L*in)
+  // W down-scaled by exactly 2 (in == 2*out): input k = 2m + phase has the
+  // one output m, the others none.
+  bool halved = false;
+  int64_t phase = 0;
   // Otherwise, pass t (0 <= t < taps) adds row[at[t][k]] to acc[k] when
   // t < hi[k] - lo[k], else adds +0.0 — which leaves every value bitwise as it
   // is, since an accumulator that starts at +0.0 is never -0.0. The passes run
@@ -233,6 +237,15 @@ RowFold make_row_fold(const Windows& w, int64_t in, int64_t out) {
     bool uniform = true;
     for (int64_t k = 0; k < in && uniform; ++k) uniform = w.lo[k] == k * L && w.hi[k] == (k + 1) * L;
     if (uniform) f.uniform = L;
+  }
+  if (in == 2 * out && out > 0) {
+    f.phase = w.hi[0] > w.lo[0] ? 0 : 1;
+    bool halved = true;
+    for (int64_t k = 0; k < in && halved; ++k) {
+      const bool owner = k % 2 == f.phase;
+      halved = owner ? w.lo[k] == k / 2 && w.hi[k] == k / 2 + 1 : w.lo[k] == w.hi[k];
+    }
+    f.halved = halved;
   }
   return f;
 }
@@ -346,6 +359,48 @@ struct Window2 {
   const scalar_t* row(int64_t d, int64_t h) const { return volume + (d * oH + h) * oW; }
 };
 
+// One grad_input row whose (d, h) window is a single grad_output row, when W
+// is down-scaled by exactly 2 (RowFold::halved): element 2m + phase is
+// +0.0 + row[m] (the one addition of the generic path, which also turns
+// -0.0 into +0.0), the others +0.0. Blocks of 2K outputs interleave a
+// vector of the row with zeros; the rest is a scalar loop.
+template <typename scalar_t>
+void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64_t iW, int64_t phase) {
+  using acc_t = at::opmath_type<scalar_t>;
+  using aVec = at::vec::Vectorized<acc_t>;
+  using sVec = at::vec::Vectorized<scalar_t>;
+  constexpr int64_t K = aVec::size();
+  constexpr bool kReduced = !std::is_same_v<acc_t, scalar_t>;
+  const aVec zero(acc_t(0));
+  const auto spread = [&](const aVec& x) {
+    return phase == 0 ? at::vec::interleave2(zero + x, zero) : at::vec::interleave2(zero, zero + x);
+  };
+  int64_t k = 0;
+  for (; k + 4 * K <= iW; k += 4 * K) {  // 2K source elements
+    aVec x0, x1;
+    if constexpr (kReduced) {
+      std::tie(x0, x1) = at::vec::convert_to_float<scalar_t>(sVec::loadu(row + k / 2));
+    } else {
+      x0 = aVec::loadu(row + k / 2);
+      x1 = aVec::loadu(row + k / 2 + K);
+    }
+    const auto [a0, b0] = spread(x0);
+    const auto [a1, b1] = spread(x1);
+    if constexpr (kReduced) {
+      at::vec::convert_from_float<scalar_t>(a0, b0).store(dst + k);
+      at::vec::convert_from_float<scalar_t>(a1, b1).store(dst + k + 2 * K);
+    } else {
+      a0.store(dst + k);
+      b0.store(dst + k + K);
+      a1.store(dst + k + 2 * K);
+      b1.store(dst + k + 3 * K);
+    }
+  }
+  for (; k < iW; ++k) {
+    dst[k] = k % 2 == phase ? static_cast<scalar_t>(acc_t(0) + static_cast<acc_t>(row[k / 2])) : scalar_t(0);
+  }
+}
+
 // One grad_input row when W is up-scaled by exactly 2 (every W window is
 // {2k, 2k+1}): each block of 2K elements (K float lanes) sums its windows in
 // two vector registers, the rows in (d, h) order and within a row w = 2k then
@@ -444,6 +499,10 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
         const Window2 win{g + nc * oD * oH * oW, wd.lo[i], wd.hi[i], wh.lo[j], wh.hi[j], oH, oW};
         if (fold.uniform == 2) {
           fold_by_2(dst, win, iW);
+          continue;
+        }
+        if (fold.halved && win.d1 - win.d0 == 1 && win.h1 - win.h0 == 1) {
+          spread_by_2(dst, win.row(win.d0, win.h0), iW, fold.phase);
           continue;
         }
         acc_t* acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
