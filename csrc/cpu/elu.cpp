@@ -3,12 +3,13 @@
 // One elementwise driver over at::TensorIterator (which handles any shape up
 // to 8 dims, 0-dim, empty and arbitrary strides without copies, and splits
 // the work with at::parallel_for), and a flat loop for the common case of
-// operands that are dense with the same strides (run_dense). Every element, in every layout and at
-// every position, goes through the same at::vec::Vectorized formula: dense
-// runs are loaded straight from memory, strided runs are gathered into a
-// small block first, and the last partial block of a run uses partial loads
-// and stores instead of a scalar loop. Results therefore do not depend on
-// strides, alignment or the number of threads.
+// operands that are dense with the same strides (run_dense). Every element,
+// in every layout and at every position, goes through the same
+// at::vec::Vectorized formula: dense runs are loaded straight from memory,
+// strided runs are gathered into a small block first, and the last partial
+// block of a run uses partial loads and stores instead of a scalar loop.
+// Results therefore do not depend on strides, alignment or the number of
+// threads.
 //
 // The formulas keep aten's order of operations, coefficients and at::vec
 // exp/expm1 (Sleef), so results are bitwise equal to aten's vectorised path.

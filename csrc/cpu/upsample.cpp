@@ -317,8 +317,11 @@ inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, cons
           const __m256 tap1 = pick(lo, hi, _mm256_loadu_si256(i1));
           // + (+0.0) where the window holds fewer outputs: leaves a bitwise
           // as it is (an accumulator that starts at +0.0 is never -0.0).
-          __m256 a = _mm256_add_ps(_mm256_loadu_ps(acc + 8 * b), _mm256_and_ps(tap0, _mm256_castsi256_ps(lanes(f.one[b]))));
-          a = _mm256_add_ps(a, _mm256_and_ps(tap1, _mm256_castsi256_ps(lanes(f.two[b]))));
+          const auto keep = [&](__m256 tap, uint16_t bits) {
+            return _mm256_and_ps(tap, _mm256_castsi256_ps(lanes(bits)));
+          };
+          __m256 a = _mm256_add_ps(_mm256_loadu_ps(acc + 8 * b), keep(tap0, f.one[b]));
+          a = _mm256_add_ps(a, keep(tap1, f.two[b]));
           _mm256_storeu_ps(acc + 8 * b, a);
         }
         first = f.blocks * 8;
