@@ -268,8 +268,6 @@ inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, cons
     case 1:
       for (int64_t k = 0; k < in; ++k) acc[k] += static_cast<acc_t>(row[k]);
       return;
-    case 2:
-      return fold_uniform<2>(acc, row, in);
     case 3:
       return fold_uniform<3>(acc, row, in);
     case 4:
@@ -362,6 +360,29 @@ struct Window2 {
   const scalar_t* row(int64_t d, int64_t h) const { return volume + (d * oH + h) * oW; }
 };
 
+// 2K consecutive elements (K lanes of the opmath type) as two opmath vectors,
+// half/bfloat16 widened; and back, rounded once.
+template <typename scalar_t>
+C10_ALWAYS_INLINE auto load_pair(const scalar_t* p) {
+  using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    static_assert(at::vec::Vectorized<scalar_t>::size() == 2 * aVec::size());
+    return at::vec::convert_to_float<scalar_t>(at::vec::Vectorized<scalar_t>::loadu(p));
+  } else {
+    return std::make_tuple(aVec::loadu(p), aVec::loadu(p + aVec::size()));
+  }
+}
+
+template <typename scalar_t, typename aVec>
+C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi) {
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    at::vec::convert_from_float<scalar_t>(lo, hi).store(p);
+  } else {
+    lo.store(p);
+    hi.store(p + aVec::size());
+  }
+}
+
 // One grad_input row whose (d, h) window is a single grad_output row, when W
 // is down-scaled by exactly 2 (RowFold::halved): element 2m + phase is
 // +0.0 + row[m] (the one addition of the generic path, which also turns
@@ -371,33 +392,18 @@ template <typename scalar_t>
 void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64_t iW, int64_t phase) {
   using acc_t = at::opmath_type<scalar_t>;
   using aVec = at::vec::Vectorized<acc_t>;
-  using sVec = at::vec::Vectorized<scalar_t>;
   constexpr int64_t K = aVec::size();
-  constexpr bool kReduced = !std::is_same_v<acc_t, scalar_t>;
   const aVec zero(acc_t(0));
   const auto spread = [&](const aVec& x) {
     return phase == 0 ? at::vec::interleave2(zero + x, zero) : at::vec::interleave2(zero, zero + x);
   };
   int64_t k = 0;
   for (; k + 4 * K <= iW; k += 4 * K) {  // 2K source elements
-    aVec x0, x1;
-    if constexpr (kReduced) {
-      std::tie(x0, x1) = at::vec::convert_to_float<scalar_t>(sVec::loadu(row + k / 2));
-    } else {
-      x0 = aVec::loadu(row + k / 2);
-      x1 = aVec::loadu(row + k / 2 + K);
-    }
+    const auto [x0, x1] = load_pair(row + k / 2);
     const auto [a0, b0] = spread(x0);
     const auto [a1, b1] = spread(x1);
-    if constexpr (kReduced) {
-      at::vec::convert_from_float<scalar_t>(a0, b0).store(dst + k);
-      at::vec::convert_from_float<scalar_t>(a1, b1).store(dst + k + 2 * K);
-    } else {
-      a0.store(dst + k);
-      b0.store(dst + k + K);
-      a1.store(dst + k + 2 * K);
-      b1.store(dst + k + 3 * K);
-    }
+    store_pair(dst + k, a0, b0);
+    store_pair(dst + k + 2 * K, a1, b1);
   }
   for (; k < iW; ++k) {
     dst[k] = k % 2 == phase ? static_cast<scalar_t>(acc_t(0) + static_cast<acc_t>(row[k / 2])) : scalar_t(0);
@@ -408,33 +414,22 @@ void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64
 // {2k, 2k+1}): each block of 2K elements (K float lanes) sums its windows in
 // two vector registers, the rows in (d, h) order and within a row w = 2k then
 // 2k + 1 (a deinterleave of the loaded row), so the same additions in the
-// same order as fold_uniform<2>; half/bfloat16 are widened in registers and
+// same order as the generic fold; half/bfloat16 are widened in registers and
 // rounded once. The last iW % 2K elements take the scalar loop, in the same
 // order.
 template <typename scalar_t>
 void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t iW) {
   using acc_t = at::opmath_type<scalar_t>;
   using aVec = at::vec::Vectorized<acc_t>;
-  using sVec = at::vec::Vectorized<scalar_t>;
   constexpr int64_t K = aVec::size();
-  constexpr bool kReduced = !std::is_same_v<acc_t, scalar_t>;
-  static_assert(!kReduced || sVec::size() == 2 * K);
   int64_t k = 0;
   for (; k + 2 * K <= iW; k += 2 * K) {
     aVec a0(acc_t(0)), a1(acc_t(0));
     for (int64_t d = win.d0; d < win.d1; ++d) {
       for (int64_t h = win.h0; h < win.h1; ++h) {
         const scalar_t* row = win.row(d, h) + 2 * k;  // 4K elements
-        aVec x0, x1, x2, x3;
-        if constexpr (kReduced) {
-          std::tie(x0, x1) = at::vec::convert_to_float<scalar_t>(sVec::loadu(row));
-          std::tie(x2, x3) = at::vec::convert_to_float<scalar_t>(sVec::loadu(row + 2 * K));
-        } else {
-          x0 = aVec::loadu(row);
-          x1 = aVec::loadu(row + K);
-          x2 = aVec::loadu(row + 2 * K);
-          x3 = aVec::loadu(row + 3 * K);
-        }
+        const auto [x0, x1] = load_pair(row);
+        const auto [x2, x3] = load_pair(row + 2 * K);
         const auto [even0, odd0] = at::vec::deinterleave2(x0, x1);
         const auto [even1, odd1] = at::vec::deinterleave2(x2, x3);
         a0 = a0 + even0;
@@ -443,12 +438,7 @@ void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t i
         a1 = a1 + odd1;
       }
     }
-    if constexpr (kReduced) {
-      at::vec::convert_from_float<scalar_t>(a0, a1).store(dst + k);
-    } else {
-      a0.store(dst + k);
-      a1.store(dst + k + K);
-    }
+    store_pair(dst + k, a0, a1);
   }
   for (; k < iW; ++k) {
     acc_t s = 0;
@@ -571,11 +561,11 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
             aVec v0(acc_t(0)), v1(acc_t(0));
             if constexpr (kReduced) {
               each_pixel([&](const scalar_t* px) {
-                const auto [x0, x1] = at::vec::convert_to_float<scalar_t>(sVec::loadu(px + c));
+                const auto [x0, x1] = load_pair(px + c);
                 v0 = v0 + x0;
                 v1 = v1 + x1;
               });
-              at::vec::convert_from_float<scalar_t>(v0, v1).store(dst + c);
+              store_pair(dst + c, v0, v1);
             } else {
               each_pixel([&](const scalar_t* px) { v0 = v0 + aVec::loadu(px + c); });
               v0.store(dst + c);
@@ -592,7 +582,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
                 for (const scalar_t* row : window) {
                   int64_t w = w0;
                   for (; w + 2 <= w1; w += 2) {
-                    const auto [x0, x1] = at::vec::convert_to_float<scalar_t>(sVec::loadu(row + w * C));
+                    const auto [x0, x1] = load_pair(row + w * C);
                     v0 = v0 + x0;
                     v0 = v0 + x1;
                   }
