@@ -115,6 +115,13 @@ C10_ALWAYS_INLINE void apply_block(const Op& op, scalar_t* out, int64_t n, const
   }
 }
 
+// out[0:n] = op(in...[0:n]) over n contiguous elements, block by block.
+template <typename scalar_t, typename Op, typename... In>
+C10_ALWAYS_INLINE void apply_dense(const Op& op, scalar_t* out, int64_t n, const In*... in) {
+  constexpr int64_t K = Vectorized<scalar_t>::size();
+  for (int64_t i = 0; i < n; i += K) apply_block(op, out + i, std::min(K, n - i), (in + i)...);
+}
+
 // Runs op over iter (output 0, inputs 1..nin, all of dtype scalar_t).
 template <typename scalar_t, int nin, typename Op>
 void run(at::TensorIteratorBase& iter, const Op& op) {
@@ -133,13 +140,10 @@ void run(at::TensorIteratorBase& iter, const Op& op) {
       const auto* a = reinterpret_cast<const scalar_t*>(ptr[1]);
       const auto* b = reinterpret_cast<const scalar_t*>(ptr[nt - 1]);
       if (dense) {
-        for (int64_t i = 0; i < n0; i += K) {
-          const int64_t n = std::min(K, n0 - i);
-          if constexpr (nin == 1) {
-            apply_block(op, out + i, n, a + i);
-          } else {
-            apply_block(op, out + i, n, a + i, b + i);
-          }
+        if constexpr (nin == 1) {
+          apply_dense(op, out, n0, a);
+        } else {
+          apply_dense(op, out, n0, a, b);
         }
       } else {
         // Gather a block of each operand, compute it like a dense one, scatter.
@@ -177,15 +181,10 @@ bool run_dense(at::Tensor& out, const Op& op, const In&... in) {
       !((in.sizes() == out.sizes() && in.strides() == out.strides()) && ...)) {
     return false;
   }
-  constexpr int64_t K = Vectorized<scalar_t>::size();
   scalar_t* o = out.mutable_data_ptr<scalar_t>();
   const auto inputs = std::make_tuple(in.template const_data_ptr<scalar_t>()...);
   at::parallel_for(0, out.numel(), cpu::kGrainSize, [&](int64_t b, int64_t e) {
-    std::apply(
-        [&](const auto*... x) {
-          for (int64_t i = b; i < e; i += K) apply_block(op, o + i, std::min(K, e - i), (x + i)...);
-        },
-        inputs);
+    std::apply([&](const auto*... x) { apply_dense(op, o + b, e - b, (x + b)...); }, inputs);
   });
   return true;
 }
