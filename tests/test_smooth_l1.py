@@ -218,6 +218,41 @@ def test_low_precision_computes_in_float32_and_rounds_once(dtype):
         assert torch.equal(ops.smooth_l1_loss_backward(g, x, t, 0, beta), (r * gf).to(dtype))
 
 
+@pytest.mark.parametrize("dtype", [f32, f64])
+def test_formulas_bitwise_at_extreme_betas(dtype):
+    """The kernels take shortcuts for a finite beta > 0 (clamp(d / beta, -1, 1)
+    for the compare-and-select, x * (1 / beta) for x / beta where 1 / beta is
+    an exact power of two): bitwise the formulas as written, evaluated by
+    torch operation by operation, at betas that probe each shortcut's edges
+    (powers of two whose inverse is subnormal or overflows, a subnormal beta,
+    0, inf) and d = +-0, +-inf, NaN, |d| == beta, |d| just below beta, on
+    vector bodies and scalar tails alike."""
+    info = torch.finfo(dtype)
+    specials = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 3.0], dtype=dtype)
+    top = 2.0 ** (math.frexp(info.max)[1] - 1)  # the largest power of two: its inverse is subnormal
+    betas = [1.0, 0.5, 2.0, 0.3, top, info.tiny, info.tiny / 4, 1e-45, info.max, 0.0, math.inf]
+    for beta in betas:
+        b = torch.tensor(beta, dtype=dtype)
+        x = torch.cat([specials, make_tensor((61,), dtype) * 4, b.expand(3), -b.expand(3),
+                       torch.nextafter(b, torch.zeros(())).expand(2), b.expand(2) * 3]).contiguous()
+        t = torch.zeros_like(x)
+        t[8:20] = x[8:20]
+        g = make_tensor(x.shape, dtype)
+        g[:4] = torch.tensor([1.0, -1.0, 2.0, -0.0])
+        d = x - t
+        r = torch.where(d.abs() >= b, torch.sign(d), d / b)
+        for norm, red, go in ((1.0, 0, g), (1.0 / x.numel(), 1, g[5])):
+            want = norm * r * go
+            got = ops.smooth_l1_loss_backward(go, x, t, red, beta)
+            assert torch.equal(got.isnan(), want.isnan()), beta
+            assert torch.equal(got.nan_to_num(), want.nan_to_num()), beta
+            assert torch.equal(got.nan_to_num().signbit(), want.nan_to_num().signbit()), beta
+        z = d.abs()
+        loss = torch.where(z < b, 0.5 * z * z / b, z - 0.5 * b)
+        got = ops.smooth_l1_loss(x, t, 0, beta)
+        assert torch.equal(got.nan_to_num(), loss.nan_to_num()) and torch.equal(got.isnan(), loss.isnan()), beta
+
+
 # ---------------------------------------------------------------------------
 # Reductions
 

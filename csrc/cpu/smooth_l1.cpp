@@ -38,7 +38,9 @@
 #include <ATen/native/cpu/Loops.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -54,42 +56,84 @@ using at::vec::Vectorized;
 // ---------------------------------------------------------------------------
 // The formulas, over opmath T (float or double), as scalars and as vectors.
 
+// x / beta. Where 1 / beta is an exact, normal power of two (beta = 1, 0.5,
+// 2, ...: the default beta is 1) this is x * (1 / beta): both are the one
+// rounding of the same real number, so the results are bitwise equal, and a
+// multiplication costs a fraction of a division (the backward's vector loop
+// was bound by vdivps).
+template <typename T>
+struct DivBy {
+  T beta, inverse;
+  bool exact;
+  explicit DivBy(T b) : beta(b), inverse(T(1) / b) {
+    int e = 0;
+    exact = std::isfinite(b) && b > T(0) && std::frexp(b, &e) == T(0.5) &&
+            inverse >= std::numeric_limits<T>::min() && std::isfinite(inverse);
+  }
+  T operator()(T x) const { return exact ? x * inverse : x / beta; }
+  Vectorized<T> operator()(const Vectorized<T>& x) const {
+    return exact ? x * Vectorized<T>(inverse) : x / Vectorized<T>(beta);
+  }
+};
+
 template <typename T>
 struct Loss {
   T beta, half_beta;
-  explicit Loss(double b) : beta(static_cast<T>(b)), half_beta(static_cast<T>(0.5) * static_cast<T>(b)) {}
+  DivBy<T> by_beta;
+  explicit Loss(double b)
+      : beta(static_cast<T>(b)), half_beta(static_cast<T>(0.5) * static_cast<T>(b)), by_beta(beta) {}
 
   T operator()(T a, T b) const {
     const T z = std::abs(a - b);
-    return z < beta ? static_cast<T>(0.5) * z * z / beta : z - half_beta;
+    return z < beta ? by_beta(static_cast<T>(0.5) * z * z) : z - half_beta;
   }
   Vectorized<T> operator()(const Vectorized<T>& a, const Vectorized<T>& b) const {
     const Vectorized<T> z = (a - b).abs();
     const Vectorized<T> vbeta(beta);
-    const Vectorized<T> quadratic = Vectorized<T>(static_cast<T>(0.5)) * z * z / vbeta;
+    const Vectorized<T> quadratic = by_beta(Vectorized<T>(static_cast<T>(0.5)) * z * z);
     const Vectorized<T> linear = z - Vectorized<T>(half_beta);
     return Vectorized<T>::blendv(linear, quadratic, z < vbeta);
   }
 };
 
+// r = |d| >= beta ? sign(d) : d / beta. For a finite beta > 0 this equals
+// clamp(d / beta, -1, 1), bitwise: |d| >= beta gives |d / beta| >= 1 after
+// rounding (rounding is monotone), so the clamp yields sign(d); |d| < beta
+// gives |d / beta| <= 1, left as it is; a NaN d gives d / beta = NaN, which
+// the clamp passes through (at::vec::clamp and std::min/std::max keep a NaN
+// first operand). Two min/max instead of three compares and three blends.
+// beta = 0 (d / 0 is +-inf, or NaN for d = 0, where sign(0) = 0 is wanted)
+// and beta = inf keep the compare-and-select form.
 template <typename T>
 struct Grad {
   T beta, norm;
-  Grad(double b, double n) : beta(static_cast<T>(b)), norm(static_cast<T>(n)) {}
+  DivBy<T> by_beta;
+  bool clamp;
+  Grad(double b, double n)
+      : beta(static_cast<T>(b)), norm(static_cast<T>(n)), by_beta(beta), clamp(std::isfinite(beta) && beta > T(0)) {}
 
   T operator()(T g, T a, T b) const {
     const T d = a - b;
-    const T sign = d > T(0) ? T(1) : (d < T(0) ? T(-1) : T(0));
-    const T r = std::abs(d) >= beta ? sign : d / beta;
+    T r;
+    if (clamp) {
+      r = std::min(std::max(by_beta(d), T(-1)), T(1));
+    } else {
+      const T sign = d > T(0) ? T(1) : (d < T(0) ? T(-1) : T(0));
+      r = std::abs(d) >= beta ? sign : by_beta(d);
+    }
     return norm * r * g;
   }
   Vectorized<T> operator()(const Vectorized<T>& g, const Vectorized<T>& a, const Vectorized<T>& b) const {
-    const Vectorized<T> zero(T(0));
     const Vectorized<T> d = a - b;
-    const Vectorized<T> sign = Vectorized<T>::blendv(
-        Vectorized<T>::blendv(zero, Vectorized<T>(T(-1)), d < zero), Vectorized<T>(T(1)), d > zero);
-    const Vectorized<T> vbeta(beta);
-    const Vectorized<T> r = Vectorized<T>::blendv(d / vbeta, sign, d.abs() >= vbeta);
+    Vectorized<T> r;
+    if (clamp) {
+      r = at::vec::clamp(by_beta(d), Vectorized<T>(T(-1)), Vectorized<T>(T(1)));
+    } else {
+      const Vectorized<T> zero(T(0));
+      const Vectorized<T> sign = Vectorized<T>::blendv(
+          Vectorized<T>::blendv(zero, Vectorized<T>(T(-1)), d < zero), Vectorized<T>(T(1)), d > zero);
+      r = Vectorized<T>::blendv(by_beta(d), sign, d.abs() >= Vectorized<T>(beta));
+    }
     return Vectorized<T>(norm) * r * g;
   }
 };
