@@ -101,6 +101,29 @@ def test_backward_halving_all_axes(iw, dtype):
         assert not torch.signbit(got).logical_and(got == 0).any(), ours
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_backward_empty_depth_slices_across_thread_ranges(threads):
+    """Down-scaling D leaves grad_input slices no output maps to; the CPU
+    backward skips the rest of such a plane at once and clears it with the
+    run of zeros around it. 100 rows per plane do not divide the rows each
+    thread gets (512 for W = 64), so ranges start and end inside those planes:
+    bitwise aten's at every thread count."""
+    insz, out = [1, 3, 9, 100, 64], [4, 50, 32]
+    g = make_tensor([1, 3, *out], torch.float32, "cpu")
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for ours, theirs in ((ops.upsample_nearest3d_backward, torch.ops.aten.upsample_nearest3d_backward),
+                             (ops.upsample_nearest_exact3d_backward,
+                              torch.ops.aten._upsample_nearest_exact3d_backward)):
+            assert torch.equal(ours(g, out, insz), theirs(g, out, insz)), ours
+            gi = torch.full(insz, float("nan"))
+            ours.grad_input(g, out, insz, grad_input=gi)
+            assert torch.equal(gi, theirs(g, out, insz)), ours
+    finally:
+        torch.set_num_threads(old)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("channels", [56, 40, 16, 5])
 def test_channels_last_backward_vector_and_tail_channels(channels, dtype, device):

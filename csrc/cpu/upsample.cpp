@@ -397,6 +397,12 @@ void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64
   const auto spread = [&](const aVec& x) {
     return phase == 0 ? at::vec::interleave2(zero + x, zero) : at::vec::interleave2(zero, zero + x);
   };
+  // The next single-row windows read the next rows of grad_output: ask for
+  // them early (between these rows lie zero rows, which hardware prefetch
+  // does not bridge well).
+  constexpr int64_t kAhead = 4;
+  const int64_t line = 64 / sizeof(scalar_t);
+  for (int64_t k = 0; k < (iW + 1) / 2; k += line) __builtin_prefetch(row + kAhead * ((iW + 1) / 2) + k);
   int64_t k = 0;
   for (; k + 4 * K <= iW; k += 4 * K) {  // 2K source elements
     const auto [x0, x1] = load_pair(row + k / 2);
@@ -485,7 +491,15 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
       unravel<4>(b, sizes, idx);
       for (int64_t r = b; r < e; ++r, advance<4>(sizes, idx)) {
         const int64_t nc = idx[0], i = idx[1], j = idx[2];
-        if (wd.lo[i] == wd.hi[i] || wh.lo[j] == wh.hi[j]) continue;
+        if (wd.lo[i] == wd.hi[i]) {
+          // No output maps to slice i: skip to the last row of its plane in
+          // this range (the whole run is cleared by one memset).
+          const int64_t skip = std::min(e - 1 - r, iH - 1 - j);
+          r += skip;
+          idx[2] += skip;
+          continue;
+        }
+        if (wh.lo[j] == wh.hi[j]) continue;
         clear_zeros(r);
         zeros_from = r + 1;
         scalar_t* dst = o + r * iW;
