@@ -33,11 +33,12 @@ for dtype in (torch.float32, torch.bfloat16):
         assert torch.equal(torch.ops.torch_aclnn.upsample_nearest3d(x, [6, 8, 10]),
                            torch.ops.aten.upsample_nearest3d(x, [6, 8, 10])), (dtype, channels)
         checked += 1
-# channels_last_3d backwards: vectors, half vectors and tails of channels (half/bfloat16 sum in
-# float32 in aten's order and round once)
+# channels_last_3d backwards: vectors, half vectors and tails of channels, and pixels of exactly
+# one float vector (AVX512 16, AVX2 8: the row-accumulator path), up- and down-scaled (half/bfloat16
+# sum in float32 in aten's order and round once)
 for dtype in (torch.float32, torch.bfloat16):
-    for channels in (5, 16, 40, 56):
-        for out_size in ([6, 8, 10], [4, 6, 7]):
+    for channels in (5, 8, 16, 40, 56):
+        for out_size in ([6, 8, 10], [4, 6, 7], [2, 3, 3]):
             g = torch.randn(2, channels, *out_size).to(dtype).contiguous(memory_format=torch.channels_last_3d)
             want = torch.ops.aten.upsample_nearest3d_backward(g.float(), out_size, [2, channels, 3, 4, 5]).to(dtype)
             got = torch.ops.torch_aclnn.upsample_nearest3d_backward(g, out_size, [2, channels, 3, 4, 5])

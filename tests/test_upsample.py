@@ -125,15 +125,17 @@ def test_backward_empty_depth_slices_across_thread_ranges(threads):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("channels", [56, 40, 16, 5])
+@pytest.mark.parametrize("channels", [56, 40, 16, 8, 5])
 def test_channels_last_backward_vector_and_tail_channels(channels, dtype, device):
     """channels_last_3d backward with channels spanning whole SIMD vectors,
-    half a vector and a tail (56 = 32 + 16 + 8): bitwise aten's (nearest,
-    scale 2 and 1.5). half/bfloat16 sum in float32 in the same order and
-    round once: bitwise aten's float32 result on the widened input, rounded."""
+    half a vector and a tail (56 = 32 + 16 + 8), or exactly one opmath vector
+    (16 float32 / 8 float64 with AVX-512: the CPU's row-accumulator path):
+    bitwise aten's (nearest, scale 2, 1.5 and down-scaled). half/bfloat16 sum
+    in float32 in the same order and round once: bitwise aten's float32
+    result on the widened input, rounded."""
     if dtype in (torch.bfloat16, torch.float16) and torch.device(device).type != "cpu":
         pytest.skip("the CPU kernel's half/bfloat16 vector blocks")
-    for out_size in ([6, 8, 10], [4, 6, 7]):
+    for out_size in ([6, 8, 10], [4, 6, 7], [2, 3, 3]):
         g = make_tensor((2, channels, *out_size), dtype, device, layout="channels_last_3d")
         in_size = [2, channels, 3, 4, 5]
         ours = ops.upsample_nearest3d_backward(g, out_size, in_size)

@@ -351,6 +351,17 @@ inline void widen_row(const scalar_t* __restrict src, float* __restrict dst, int
   for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
+// n <= K elements as one opmath vector (half/bfloat16 widened).
+template <typename scalar_t>
+C10_ALWAYS_INLINE auto widen(const scalar_t* p, int64_t n) {
+  using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    return std::get<0>(at::vec::convert_to_float<scalar_t>(at::vec::Vectorized<scalar_t>::loadu(p, n)));
+  } else {
+    return n == aVec::size() ? aVec::loadu(p) : aVec::loadu(p, n);
+  }
+}
+
 // The (d, h) window of one NCDHW grad_input row: the grad_output rows
 // (d, h), d in [d0, d1), h in [h0, h1), of its (n, c) volume.
 template <typename scalar_t>
@@ -459,6 +470,57 @@ void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t i
   }
 }
 
+// channels_last_3d backward when a pixel's channels are exactly one opmath
+// vector (C == K: 16 float32/half/bfloat16 channels with AVX-512): the
+// grad_output rows of a grad_input row's (d, h) window are read one after
+// another (d-major), each as one sequential stream, and folded into an
+// accumulator row, pixel k adding the row's pixels w of its W window. Every
+// element so sums its window in (d, h, w) order from +0.0, as the per-pixel
+// register loop of backward_kernel does, which reads the window's rows side
+// by side a pixel (here: one 32- or 64-byte load) at a time and was slower
+// for such narrow pixels. half/bfloat16 accumulate in a float32 row, rounded
+// once; float32/float64 in grad_input itself.
+template <typename scalar_t>
+void pixel_vector_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows& wd, const Windows& wh,
+                       const Windows& ww, int64_t N, int64_t grain) {
+  using acc_t = at::opmath_type<scalar_t>;
+  using aVec = at::vec::Vectorized<acc_t>;
+  constexpr int64_t C = aVec::size();
+  constexpr bool kAccInPlace = std::is_same_v<acc_t, scalar_t>;
+  const int64_t iD = a.in[0], iH = a.in[1], iW = a.in[2];
+  const int64_t oD = a.out[0], oH = a.out[1], oW = a.out[2];
+  const int64_t sizes[3] = {N, iD, iH};
+  at::parallel_for(0, N * iD * iH, grain, [&](int64_t b, int64_t e) {
+    // The float32 row starts 2 KiB (mod 4 KiB) away from grad_output's
+    // rows: its stores and the row's loads advance together, and equal
+    // addresses modulo 4 KiB would stall the loads (4K aliasing).
+    std::vector<acc_t> storage(kAccInPlace ? 0 : iW * C + 4096 / sizeof(acc_t));
+    acc_t* buffer = storage.data();
+    if constexpr (!kAccInPlace) {
+      buffer += (reinterpret_cast<uintptr_t>(g) + 2048 - reinterpret_cast<uintptr_t>(buffer)) % 4096 / sizeof(acc_t);
+    }
+    int64_t idx[3];
+    unravel<3>(b, sizes, idx);
+    for (int64_t r = b; r < e; ++r, advance<3>(sizes, idx)) {
+      const int64_t n = idx[0], i = idx[1], j = idx[2];
+      scalar_t* out_row = o + r * iW * C;
+      acc_t* acc = kAccInPlace ? reinterpret_cast<acc_t*>(out_row) : buffer;
+      std::fill(acc, acc + iW * C, acc_t(0));
+      for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
+        for (int64_t h = wh.lo[j]; h < wh.hi[j]; ++h) {
+          const scalar_t* row = g + ((n * oD + d) * oH + h) * oW * C;
+          for (int64_t k = 0; k < iW; ++k) {
+            aVec v = aVec::loadu(acc + k * C);
+            for (int64_t w = ww.lo[k]; w < ww.hi[k]; ++w) v = v + widen<scalar_t>(row + w * C, C);
+            v.store(acc + k * C);
+          }
+        }
+      }
+      if constexpr (!kAccInPlace) at::vec::convert(acc, out_row, iW * C);
+    }
+  });
+}
+
 // go and gi are both contiguous in `fmt`.
 template <Mode mode, typename scalar_t>
 void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, MemoryFormat fmt) {
@@ -544,6 +606,10 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
     constexpr bool kReduced = !kAccInPlace;
     constexpr int64_t L = sVec::size(), K = aVec::size();  // channels per load; float lanes
     static_assert(!kReduced || L == 2 * K);
+    if (C == K) {
+      pixel_vector_rows<scalar_t>(g, o, a, wd, wh, ww, N, grain_for(cost));
+      return;
+    }
     at::parallel_for(0, rows, grain_for(cost), [&](int64_t b, int64_t e) {
       std::vector<const scalar_t*> window;  // the grad_output rows of the (d, h) window
       int64_t idx[3];
@@ -588,23 +654,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
           if constexpr (kReduced) {
             if (c + K <= C) {  // half a vector of channels (masked load and store)
               aVec v0(acc_t(0));
-              const auto half = [&](const scalar_t* px) {
-                return std::get<0>(at::vec::convert_to_float<scalar_t>(sVec::loadu(px, K)));
-              };
-              if (C == K) {
-                // Pixels of exactly K channels: two neighbours along W per load.
-                for (const scalar_t* row : window) {
-                  int64_t w = w0;
-                  for (; w + 2 <= w1; w += 2) {
-                    const auto [x0, x1] = load_pair(row + w * C);
-                    v0 = v0 + x0;
-                    v0 = v0 + x1;
-                  }
-                  if (w < w1) v0 = v0 + half(row + w * C);
-                }
-              } else {
-                each_pixel([&](const scalar_t* px) { v0 = v0 + half(px + c); });
-              }
+              each_pixel([&](const scalar_t* px) { v0 = v0 + widen<scalar_t>(px + c, K); });
               at::vec::convert_from_float<scalar_t>(v0, aVec(acc_t(0))).store(dst + c, K);
               c += K;
             }
