@@ -400,7 +400,7 @@ C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi) {
 // -0.0 into +0.0), the others +0.0. Blocks of 2K outputs interleave a
 // vector of the row with zeros; the rest is a scalar loop.
 template <typename scalar_t>
-void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64_t iW, int64_t phase) {
+void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64_t iW, int64_t phase, int64_t oW) {
   using acc_t = at::opmath_type<scalar_t>;
   using aVec = at::vec::Vectorized<acc_t>;
   constexpr int64_t K = aVec::size();
@@ -408,12 +408,12 @@ void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64
   const auto spread = [&](const aVec& x) {
     return phase == 0 ? at::vec::interleave2(zero + x, zero) : at::vec::interleave2(zero, zero + x);
   };
-  // The next single-row windows read the next rows of grad_output: ask for
-  // them early (between these rows lie zero rows, which hardware prefetch
-  // does not bridge well).
+  // The next single-row windows read the next rows of grad_output (oW
+  // elements each): ask for them early (between these rows lie zero rows,
+  // which hardware prefetch does not bridge well).
   constexpr int64_t kAhead = 4;
   const int64_t line = 64 / sizeof(scalar_t);
-  for (int64_t k = 0; k < (iW + 1) / 2; k += line) __builtin_prefetch(row + kAhead * ((iW + 1) / 2) + k);
+  for (int64_t k = 0; k < oW; k += line) __builtin_prefetch(row + kAhead * oW + k);
   int64_t k = 0;
   for (; k + 4 * K <= iW; k += 4 * K) {  // 2K source elements
     const auto [x0, x1] = load_pair(row + k / 2);
@@ -571,7 +571,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
           continue;
         }
         if (fold.halved && win.d1 - win.d0 == 1 && win.h1 - win.h0 == 1) {
-          spread_by_2(dst, win.row(win.d0, win.h0), iW, fold.phase);
+          spread_by_2(dst, win.row(win.d0, win.h0), iW, fold.phase, win.oW);
           continue;
         }
         acc_t* acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
