@@ -351,14 +351,15 @@ inline void widen_row(const scalar_t* __restrict src, float* __restrict dst, int
   for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
-// n <= K elements as one opmath vector (half/bfloat16 widened).
+// K consecutive elements (K lanes of the opmath type) as one opmath vector,
+// half/bfloat16 widened (a half-width load).
 template <typename scalar_t>
-C10_ALWAYS_INLINE auto widen(const scalar_t* p, int64_t n) {
+C10_ALWAYS_INLINE auto widen(const scalar_t* p) {
   using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
   if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
-    return std::get<0>(at::vec::convert_to_float<scalar_t>(at::vec::Vectorized<scalar_t>::loadu(p, n)));
+    return std::get<0>(at::vec::convert_to_float<scalar_t>(at::vec::Vectorized<scalar_t>::loadu(p, aVec::size())));
   } else {
-    return n == aVec::size() ? aVec::loadu(p) : aVec::loadu(p, n);
+    return aVec::loadu(p);
   }
 }
 
@@ -400,7 +401,7 @@ C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi) {
 // -0.0 into +0.0), the others +0.0. Blocks of 2K outputs interleave a
 // vector of the row with zeros; the rest is a scalar loop.
 template <typename scalar_t>
-void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64_t iW, int64_t phase, int64_t oW) {
+void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64_t iW, int64_t phase) {
   using acc_t = at::opmath_type<scalar_t>;
   using aVec = at::vec::Vectorized<acc_t>;
   constexpr int64_t K = aVec::size();
@@ -408,11 +409,11 @@ void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64
   const auto spread = [&](const aVec& x) {
     return phase == 0 ? at::vec::interleave2(zero + x, zero) : at::vec::interleave2(zero, zero + x);
   };
-  // The next single-row windows read the next rows of grad_output (oW
-  // elements each): ask for them early (between these rows lie zero rows,
-  // which hardware prefetch does not bridge well).
+  // The next single-row windows read the next rows of grad_output (iW / 2
+  // elements each: halved means iW == 2 * oW): ask for them early (between
+  // these rows lie zero rows, which hardware prefetch does not bridge well).
   constexpr int64_t kAhead = 4;
-  const int64_t line = 64 / sizeof(scalar_t);
+  const int64_t oW = iW / 2, line = 64 / sizeof(scalar_t);
   for (int64_t k = 0; k < oW; k += line) __builtin_prefetch(row + kAhead * oW + k);
   int64_t k = 0;
   for (; k + 4 * K <= iW; k += 4 * K) {  // 2K source elements
@@ -511,7 +512,7 @@ void pixel_vector_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Wind
           const scalar_t* row = g + ((n * oD + d) * oH + h) * oW * C;
           for (int64_t k = 0; k < iW; ++k) {
             aVec v = aVec::loadu(acc + k * C);
-            for (int64_t w = ww.lo[k]; w < ww.hi[k]; ++w) v = v + widen<scalar_t>(row + w * C, C);
+            for (int64_t w = ww.lo[k]; w < ww.hi[k]; ++w) v = v + widen(row + w * C);
             v.store(acc + k * C);
           }
         }
@@ -571,7 +572,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
           continue;
         }
         if (fold.halved && win.d1 - win.d0 == 1 && win.h1 - win.h0 == 1) {
-          spread_by_2(dst, win.row(win.d0, win.h0), iW, fold.phase, win.oW);
+          spread_by_2(dst, win.row(win.d0, win.h0), iW, fold.phase);
           continue;
         }
         acc_t* acc = kAccInPlace ? reinterpret_cast<acc_t*>(dst) : buffer.data();
@@ -654,7 +655,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
           if constexpr (kReduced) {
             if (c + K <= C) {  // half a vector of channels (masked load and store)
               aVec v0(acc_t(0));
-              each_pixel([&](const scalar_t* px) { v0 = v0 + widen<scalar_t>(px + c, K); });
+              each_pixel([&](const scalar_t* px) { v0 = v0 + widen(px + c); });
               at::vec::convert_from_float<scalar_t>(v0, aVec(acc_t(0))).store(dst + c, K);
               c += K;
             }
