@@ -45,16 +45,20 @@ for dtype in (torch.float32, torch.bfloat16):
             assert torch.equal(got, want), (dtype, channels, out_size)
             checked += 1
 # up-scaling W by less than 2, or down-scaling it, over long rows: the backward's permute blocks
-# (AVX512 16, AVX2 8); by exactly 2: blocks of 2 vectors summed in registers, and a scalar tail
-for iw in (8, 16, 17, 33, 64):
-    for ow in (iw + 1, int(iw * 1.5), 2 * iw - 1, iw // 2, int(iw * 0.7), 2 * iw):
-        g = torch.randn(2, 2, 5, 6, ow)
-        for ours, theirs in ((torch.ops.torch_aclnn.upsample_nearest3d_backward,
-                              torch.ops.aten.upsample_nearest3d_backward),
-                             (torch.ops.torch_aclnn.upsample_nearest_exact3d_backward,
-                              torch.ops.aten._upsample_nearest_exact3d_backward)):
-            assert torch.equal(ours(g, [5, 6, ow], [2, 2, 3, 4, iw]), theirs(g, [5, 6, ow], [2, 2, 3, 4, iw])), (iw, ow)
-            checked += 1
+# (AVX512 16, AVX2 8); by exactly 2: blocks of 2 vectors summed in registers (bfloat16 split into
+# even and odd elements by bit shifts), and a scalar tail; bfloat16: aten's float32 sums rounded once
+for dtype in (torch.float32, torch.bfloat16):
+    for iw in (8, 16, 17, 33, 64):
+        for ow in (iw + 1, int(iw * 1.5), 2 * iw - 1, iw // 2, int(iw * 0.7), 2 * iw):
+            # magnitudes 2^-24 .. 2^24: a different order of additions would round differently
+            g = (torch.randn(2, 2, 5, 6, ow) * torch.exp2(torch.randint(-24, 25, (2, 2, 5, 6, ow)))).to(dtype)
+            for ours, theirs in ((torch.ops.torch_aclnn.upsample_nearest3d_backward,
+                                  torch.ops.aten.upsample_nearest3d_backward),
+                                 (torch.ops.torch_aclnn.upsample_nearest_exact3d_backward,
+                                  torch.ops.aten._upsample_nearest_exact3d_backward)):
+                want = theirs(g.float(), [5, 6, ow], [2, 2, 3, 4, iw]).to(dtype)
+                assert torch.equal(ours(g, [5, 6, ow], [2, 2, 3, 4, iw]), want), (dtype, iw, ow)
+                checked += 1
 print("checked", checked)
 """
 

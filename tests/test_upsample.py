@@ -65,20 +65,22 @@ def test_backward_scaling_of_long_rows(iw, dtype):
     """Up-scaling W by less than 2, or down-scaling it, with rows of 16 or
     more: the CPU backward folds whole blocks of 16 windows (of 0, 1 or 2
     outputs) with vector permutes (AVX512 builds) and the rest with the tap
-    loop; by exactly 2: blocks of 2 vectors summed in registers, then a scalar
-    tail. Bitwise aten's (float32/float64), whatever the block boundaries and
-    the row's end."""
+    loop; by exactly 2: blocks of 2 vectors summed in registers (bfloat16
+    split into even and odd elements by bit shifts), then a scalar tail.
+    Bitwise aten's (float32/float64), whatever the block boundaries and the
+    row's end; bfloat16 bitwise aten's float32 sums rounded once (aten itself
+    rounds after every addition). Values of widely different magnitudes, so
+    that a different order of additions rounds differently."""
     for ow in (iw + 1, int(iw * 1.3), int(iw * 1.5), 2 * iw - 1, iw // 2, int(iw * 0.7), iw - 1, 2 * iw):
         insz, out = [2, 2, 3, 4, iw], [5, 6, ow]
-        g = make_tensor([2, 2, *out], dtype, "cpu")
+        # exponents 2^-24 .. 2^24 apart, so that the order of the additions shows in the rounding
+        g = make_tensor([2, 2, *out], dtype, "cpu") * torch.exp2(torch.randint(-24, 25, [2, 2, *out])).to(dtype)
         for ours, theirs in ((ops.upsample_nearest3d_backward, torch.ops.aten.upsample_nearest3d_backward),
                              (ops.upsample_nearest_exact3d_backward,
                               torch.ops.aten._upsample_nearest_exact3d_backward)):
-            got, want = ours(g, out, insz), theirs(g, out, insz)
-            if dtype == torch.bfloat16:  # aten rounds to bfloat16 after every addition, we once
-                torch.testing.assert_close(got.float(), want.float(), rtol=2e-2, atol=2e-2)
-            else:
-                assert torch.equal(got, want), (ow, ours)
+            got = ours(g, out, insz)
+            want = theirs(g.float(), out, insz).to(dtype) if dtype == torch.bfloat16 else theirs(g, out, insz)
+            assert torch.equal(got, want), (ow, ours)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)

@@ -428,6 +428,34 @@ void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64
   }
 }
 
+// 2K consecutive elements (K lanes of the opmath type) split into their even
+// and odd elements, as two opmath vectors (half/bfloat16 widened).
+// bfloat16 with AVX-512 / AVX2: element 2m is the low half of 32-bit word m
+// and 2m + 1 its high half, and a bfloat16 widens exactly by moving its bits
+// to the top of a float32, so a shift and a mask give the two vectors
+// (bitwise what widening then deinterleaving gives, without the permutes).
+template <typename scalar_t>
+C10_ALWAYS_INLINE auto load_even_odd(const scalar_t* p) {
+  using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
+    const __m512i w = _mm512_loadu_si512(p);
+    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    return std::make_pair(aVec(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16))),
+                          aVec(_mm512_castsi512_ps(_mm512_and_si512(w, high))));
+  }
+#elif defined(CPU_CAPABILITY_AVX2)
+  if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+    return std::make_pair(aVec(_mm256_castsi256_ps(_mm256_slli_epi32(w, 16))),
+                          aVec(_mm256_castsi256_ps(_mm256_and_si256(w, high))));
+  }
+#endif
+  const auto [x0, x1] = load_pair(p);
+  return at::vec::deinterleave2(x0, x1);
+}
+
 // One grad_input row when W is up-scaled by exactly 2 (every W window is
 // {2k, 2k+1}): each block of 2K elements (K float lanes) sums its windows in
 // two vector registers, the rows in (d, h) order and within a row w = 2k then
@@ -446,10 +474,8 @@ void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t i
     for (int64_t d = win.d0; d < win.d1; ++d) {
       for (int64_t h = win.h0; h < win.h1; ++h) {
         const scalar_t* row = win.row(d, h) + 2 * k;  // 4K elements
-        const auto [x0, x1] = load_pair(row);
-        const auto [x2, x3] = load_pair(row + 2 * K);
-        const auto [even0, odd0] = at::vec::deinterleave2(x0, x1);
-        const auto [even1, odd1] = at::vec::deinterleave2(x2, x3);
+        const auto [even0, odd0] = load_even_odd(row);
+        const auto [even1, odd1] = load_even_odd(row + 2 * K);
         a0 = a0 + even0;
         a0 = a0 + odd0;
         a1 = a1 + even1;
