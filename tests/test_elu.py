@@ -76,6 +76,42 @@ def test_ulp_distance_to_aten():
             assert ulps <= ULP_BOUND[dtype], (dtype, layout, kind, ulps)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_exp_on_packed_lanes_is_bitwise_aten(dtype):
+    """Dense runs of whole 1024-element blocks evaluate exp/expm1 only on the
+    lanes with x <= 0 or NaN, packed side by side (AVX-512 builds): every
+    element must still be bitwise aten's vectorised result, whatever the mix
+    of signs in a vector or block (all positive, all negative, alternating,
+    random, special values), and the same as our unpacked per-vector path (a
+    strided view of the same values)."""
+    n = 1024
+    specials = torch.tensor([float("nan"), -0.0, 0.0, float("inf"), -float("inf"), -1e-45, 1e-45, -200.0,
+                             -88.5, -1e-8, 3.0, -3.0, float("-nan"), 1e30, -1e30, -0.5])
+    parts = [torch.rand(n) + 0.1, -torch.rand(n) * 10, torch.randn(n) * 4,
+             torch.tensor([1.0, -1.0]).repeat(n // 2) * torch.rand(n) * 5,
+             specials.repeat(n // specials.numel())[torch.randperm(n)],
+             torch.cat([torch.randn(n - 5), specials[:5]])]
+    x = torch.cat(parts).to(dtype)  # 6 blocks; aten is vectorised over all of them (n is a multiple of 64)
+    g = torch.randn(x.numel()).to(dtype)
+    wide = torch.empty(2 * x.numel(), dtype=dtype)
+    xs, gs = wide[::2], wide.clone()[::2]  # strided: the per-vector path
+    xs.copy_(x)
+    gs.copy_(g)
+    bits = torch.int16 if dtype != torch.float32 else torch.int32
+
+    def same(a, b):  # bitwise, any NaN matching any NaN
+        return (a.view(bits) == b.view(bits)) | (a.isnan() & b.isnan())
+
+    for alpha, scale, input_scale in ((1.0, 1.0, 1.0), (1.3, 1.1, 0.7)):
+        ours_b = ta.elu_backward(g, alpha, scale, input_scale, False, x)
+        assert same(ours_b, torch.ops.aten.elu_backward(g, alpha, scale, input_scale, False, x)).all()
+        assert same(ta.elu_backward(gs, alpha, scale, input_scale, False, xs), ours_b).all()
+        ours_f = ta.elu(x, alpha, scale=scale, input_scale=input_scale)
+        # aten's x >= 0 rule gives +0 at x = +-0 where ours (x > 0) keeps expm1's -0 (spec §3)
+        assert (same(ours_f, torch.ops.aten.elu(x, alpha, scale, input_scale)) | (x == 0)).all()
+        assert same(ta.elu(xs, alpha, scale=scale, input_scale=input_scale), ours_f).all()
+
+
 def test_ulp_distance_helper():
     a = torch.tensor([1.0, -0.0, float("nan"), -1.0])
     b = torch.tensor([1.0, 0.0, float("nan"), -1.0])

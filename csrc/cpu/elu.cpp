@@ -37,7 +37,12 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
 #include <tuple>
+#include <type_traits>
+#if defined(CPU_CAPABILITY_AVX512)
+#include <immintrin.h>
+#endif
 
 namespace torch_aclnn::elu {
 namespace {
@@ -59,14 +64,27 @@ struct Coefs {
         zero(T(0)) {}
 };
 
+// Ops with a costly branch (exp/expm1 on the lanes with x <= 0 or NaN) say
+// so (kCompact) and expose its parts: neg_lanes (bit l set where lane l
+// takes that branch), arg (the exp's argument), costly (the exp) and finish
+// (the result from the exp's value, whatever it holds in the other lanes).
+// operator() is finish(costly(arg)), so the compacted driver below, which
+// runs costly only on the lanes that need it, gives the same bits.
+
 // elu(x) = x > 0 ? scale * x : alpha * scale * expm1(input_scale * x)
 template <typename T>
 struct Forward {
+  static constexpr bool kCompact = true;
   Coefs<T> c;
+  int neg_lanes(const Vectorized<T>& x) const { return (x > c.zero).zero_mask(); }
+  Vectorized<T> arg(const Vectorized<T>& x) const { return x * c.negiptcoef; }
+  static Vectorized<T> costly(const Vectorized<T>& y) { return y.expm1(); }
+  Vectorized<T> finish(const Vectorized<T>& e, const Vectorized<T>& x) const {
+    return Vectorized<T>::blendv(e * c.negcoef, x * c.poscoef, x > c.zero);
+  }
   Vectorized<T> operator()(const Vectorized<T>& x) const {
-    const Vectorized<T> pos = x > c.zero;
-    if (!pos.zero_mask()) return x * c.poscoef;  // every lane positive: no expm1
-    return Vectorized<T>::blendv((x * c.negiptcoef).expm1() * c.negcoef, x * c.poscoef, pos);
+    if (!neg_lanes(x)) return x * c.poscoef;  // every lane positive: no expm1
+    return finish(costly(arg(x)), x);
   }
 };
 
@@ -74,17 +92,21 @@ struct Forward {
 // is_result = false: g * (x > 0 ? scale : input_scale * alpha * scale * exp(input_scale * x))
 template <typename T, bool is_result>
 struct Backward {
+  static constexpr bool kCompact = !is_result;
   Coefs<T> c;
+  int neg_lanes(const Vectorized<T>&, const Vectorized<T>& x) const { return (x > c.zero).zero_mask(); }
+  Vectorized<T> arg(const Vectorized<T>&, const Vectorized<T>& x) const { return x * c.negiptcoef; }
+  static Vectorized<T> costly(const Vectorized<T>& y) { return y.exp(); }
+  Vectorized<T> finish(const Vectorized<T>& e, const Vectorized<T>& g, const Vectorized<T>& x) const {
+    return Vectorized<T>::blendv(g * c.negiptcoef * c.negcoef * e, g * c.poscoef, x > c.zero);
+  }
   Vectorized<T> operator()(const Vectorized<T>& g, const Vectorized<T>& x) const {
-    const Vectorized<T> pos = x > c.zero;
-    if (!pos.zero_mask()) return g * c.poscoef;  // every lane positive
-    Vectorized<T> neg;
+    if (!neg_lanes(g, x)) return g * c.poscoef;  // every lane positive
     if constexpr (is_result) {
-      neg = g * c.negiptcoef * (x + c.negcoef);
+      return Vectorized<T>::blendv(g * c.negiptcoef * (x + c.negcoef), g * c.poscoef, x > c.zero);
     } else {
-      neg = g * c.negiptcoef * c.negcoef * (x * c.negiptcoef).exp();
+      return finish(costly(arg(g, x)), g, x);
     }
-    return Vectorized<T>::blendv(neg, g * c.poscoef, pos);
   }
 };
 
@@ -115,11 +137,92 @@ C10_ALWAYS_INLINE void apply_block(const Op& op, scalar_t* out, int64_t n, const
   }
 }
 
+#if defined(CPU_CAPABILITY_AVX512)
+// The float32 vectors of K = Vectorized<scalar_t>::size() contiguous elements
+// (half/bfloat16: two, widened), and back (rounded once).
+template <typename scalar_t>
+C10_ALWAYS_INLINE auto float_vectors(const scalar_t* p) {
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    const auto [lo, hi] = at::vec::convert_to_float<scalar_t>(Vectorized<scalar_t>::loadu(p));
+    return std::array<Vectorized<float>, 2>{lo, hi};
+  } else {
+    return std::array<Vectorized<float>, 1>{Vectorized<float>::loadu(p)};
+  }
+}
+
+template <typename scalar_t, size_t m>
+C10_ALWAYS_INLINE void store_float_vectors(scalar_t* p, const std::array<Vectorized<float>, m>& v) {
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    at::vec::convert_from_float<scalar_t>(v[0], v[1]).store(p);
+  } else {
+    v[0].store(p);
+  }
+}
+
+// out[0:n] = op(in...[0:n]) for ops with a costly branch (kCompact), float32
+// opmath, AVX-512: blocks of kBlock elements in three passes. (1) The
+// branch's arguments of the lanes that take it are packed side by side
+// (vcompressps) into a buffer; (2) the costly function runs over the packed
+// buffer only, a whole vector at a time; (3) its values are unpacked back to
+// their lanes (vexpandps) and finished. The same function of the same
+// argument, lane by lane, as op(), so bitwise the same; with random signs it
+// evaluates about half as many vectors. Returns the number of elements done
+// (whole blocks); apply_dense does the rest.
+template <typename scalar_t, typename Op, typename... In>
+int64_t apply_compacted(const Op& op, scalar_t* out, int64_t n, const In*... in) {
+  using fVec = Vectorized<float>;
+  constexpr int64_t K = Vectorized<scalar_t>::size(), F = fVec::size();
+  constexpr size_t H = K / F;  // float vectors per vector of scalar_t
+  constexpr int64_t kBlock = 1024;
+  alignas(64) float packed[kBlock + F];
+  // Every input's float vectors at element i; f applied to the h-th of each.
+  const auto load = [&](int64_t i) { return std::make_tuple(float_vectors(in + i)...); };
+  const auto apply = [](const auto& lanes, size_t h, const auto& f) {
+    return std::apply([&](const auto&... v) { return f(v[h]...); }, lanes);
+  };
+  const auto neg_lanes = [&](const auto&... v) { return static_cast<__mmask16>(op.neg_lanes(v...)); };
+  const auto arg = [&](const auto&... v) { return op.arg(v...); };
+  int64_t done = 0;
+  for (; done + kBlock <= n; done += kBlock) {
+    int64_t count = 0;
+    for (int64_t i = done; i < done + kBlock; i += K) {
+      const auto lanes = load(i);
+      for (size_t h = 0; h < H; ++h) {
+        const __mmask16 mask = apply(lanes, h, neg_lanes);
+        _mm512_storeu_ps(packed + count, _mm512_maskz_compress_ps(mask, apply(lanes, h, arg)));
+        count += _mm_popcnt_u32(mask);
+      }
+    }
+    fVec(0.0f).store(packed + count);  // the last packed vector's lanes past count: defined values
+    for (int64_t j = 0; j < count; j += F) Op::costly(fVec::loadu(packed + j)).store(packed + j);
+    int64_t next = 0;
+    for (int64_t i = done; i < done + kBlock; i += K) {
+      const auto lanes = load(i);
+      std::array<fVec, H> result;
+      for (size_t h = 0; h < H; ++h) {
+        const __mmask16 mask = apply(lanes, h, neg_lanes);
+        const fVec e = _mm512_maskz_expand_ps(mask, _mm512_loadu_ps(packed + next));
+        next += _mm_popcnt_u32(mask);
+        result[h] = apply(lanes, h, [&](const auto&... v) { return op.finish(e, v...); });
+      }
+      store_float_vectors(out + i, result);
+    }
+  }
+  return done;
+}
+#endif
+
 // out[0:n] = op(in...[0:n]) over n contiguous elements, block by block.
 template <typename scalar_t, typename Op, typename... In>
 C10_ALWAYS_INLINE void apply_dense(const Op& op, scalar_t* out, int64_t n, const In*... in) {
   constexpr int64_t K = Vectorized<scalar_t>::size();
-  for (int64_t i = 0; i < n; i += K) apply_block(op, out + i, std::min(K, n - i), (in + i)...);
+  int64_t i = 0;
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (Op::kCompact && std::is_same_v<at::opmath_type<scalar_t>, float>) {
+    i = apply_compacted(op, out, n, in...);
+  }
+#endif
+  for (; i < n; i += K) apply_block(op, out + i, std::min(K, n - i), (in + i)...);
 }
 
 // Runs op over iter (output 0, inputs 1..nin, all of dtype scalar_t).
