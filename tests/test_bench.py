@@ -14,7 +14,8 @@ from torch_aclnn.__main__ import main
 OP = "upsample_nearest_exact3d_backward"
 ROW_KEYS = {"op", "case", "dtype", "form", "kind", "aten", "status", "note", "target"}
 MEASURED_KEYS = {"ours_s", "aten_s", "ratio", "overhead", "spread_pct", "rounds", "met"}
-THROUGHPUT_KEYS = {"bytes", "mix", "ours_gbps", "aten_gbps", "reference", "reference_gbps", "pct_of_reference"}
+THROUGHPUT_KEYS = {"bytes", "mix", "ours_gbps", "aten_gbps", "reference", "reference_gbps", "pct_of_reference",
+                   "floor", "floor_s", "floors_s", "ratio_at_floor", "pct_of_reference_at_floor", "beyond_floor"}
 
 
 def _run(tmp_path, *argv):
@@ -42,11 +43,14 @@ def test_one_op_tiny(tmp_path, capsys):
         if r["kind"] == "throughput":
             assert THROUGHPUT_KEYS <= set(r)
             assert r["mix"] == "1R+1W" and r["reference"] == "copy_"
+            assert r["floor"] == "traffic" and set(r["floors_s"]) == {"traffic"} and r["floor_s"] > 0
+            assert r["ratio_at_floor"] == pytest.approx(r["aten_s"] / r["floor_s"])
             assert r["form"] in ("functional", "out=")
         assert r["note"] == "", r["note"]  # same results as aten
     # the markdown table: one line per measured case, under the two headers
     lines = md.splitlines()
-    assert any(line.startswith("| operator | case | dtype | form | aten ms | ours ms | ratio | spread") for line in lines)
+    assert any(line.startswith("| operator | case | dtype | form | aten ms | ours ms | ratio | spread") and
+               "| floor ms | at floor |" in line for line in lines)
     assert any(line.startswith("| operator | aten call | aten µs | ours µs | ours/aten") for line in lines)
     assert sum(line.startswith(f"| {OP} |") for line in lines) == len(rows)
     out = capsys.readouterr().out
@@ -78,6 +82,37 @@ def test_every_case_names_a_known_operator():
         assert (c.overload == "grad_input") == (c.form == "out=")
     # every operator has a 1-element (overhead) case
     assert {c.op for c in cases if c.kind == "overhead"} == set(bench_cases.OPERATORS)
+
+
+def test_elu_backward_has_an_exp_floor(tmp_path):
+    report, _ = _run(tmp_path, "--op", "elu_backward", "--dtype", "bfloat16")
+    rows = [r for r in report["cases"] if r["kind"] == "throughput"]
+    assert rows and all(set(r["floors_s"]) == {"traffic", "exp"} for r in rows)
+    for r in rows:
+        assert r["floor_s"] == max(r["floors_s"].values()) and r["floor"] in r["floors_s"]
+
+
+def _row(ratio, pct, at_floor, pct_at_floor, target=(3.0, 70.0)):
+    row = {"kind": "throughput", "target": {"ratio": target[0], "pct_of_reference": target[1], "overhead": None},
+           "ratio": ratio, "pct_of_reference": pct, "floor_s": 1e-3, "ratio_at_floor": at_floor,
+           "pct_of_reference_at_floor": pct_at_floor}
+    row["met"] = bench._met(row)
+    return row
+
+
+@pytest.mark.parametrize("ratio, pct, at_floor, pct_at_floor, expected", [
+    (3.5, 90.0, 4.0, 95.0, None),   # met: nothing to say
+    (2.5, 90.0, 2.4, 95.0, True),   # misses the ratio, which even a kernel at the floor would miss
+    (2.5, 90.0, 3.2, 95.0, False),  # misses a ratio the floor allows
+    (2.5, 60.0, 2.4, 65.0, True),   # misses both, both beyond the floor
+    (2.5, 60.0, 2.4, 95.0, False),  # the % of reference was reachable
+    (3.5, 60.0, 4.0, 65.0, True),   # misses only the %, beyond the floor
+])
+def test_beyond_floor(ratio, pct, at_floor, pct_at_floor, expected):
+    row = _row(ratio, pct, at_floor, pct_at_floor)
+    assert bench._beyond_floor(row) is expected
+    row["beyond_floor"] = expected
+    assert bench._met_cell(row) == {None: "yes", True: "**no** (beyond floor)", False: "**no**"}[expected]
 
 
 def test_bad_selection(capsys):
