@@ -78,7 +78,7 @@ def test_ulp_distance_to_aten():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 def test_exp_on_packed_lanes_is_bitwise_aten(dtype):
-    """Dense runs of whole 1024-element blocks evaluate exp/expm1 only on the
+    """Dense runs of whole 256-element blocks evaluate exp/expm1 only on the
     lanes with x <= 0 or NaN, packed side by side (AVX-512 builds): every
     element must still be bitwise aten's vectorised result, whatever the mix
     of signs in a vector or block (all positive, all negative, alternating,
