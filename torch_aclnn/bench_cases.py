@@ -11,7 +11,9 @@ the read:write mix of the bandwidth reference.
 Adding a case: append it in :func:`all_cases`; give it the issue's target if
 it has one (``target_ratio`` = aten time / our time, ``target_pct`` = % of the
 bandwidth reference, ``target_overhead`` = our time / aten time for 1-element
-calls).
+calls). A case whose kernel is bound by arithmetic rather than memory names
+that work as ``Setup.compute`` (plain aten ops doing only it), so that the
+harness can time it as the case's compute floor next to its traffic floor.
 """
 from __future__ import annotations
 
