@@ -9,7 +9,9 @@
 // strided runs are gathered into a small block first, and the last partial
 // block of a run uses partial loads and stores instead of a scalar loop.
 // Results therefore do not depend on strides, alignment or the number of
-// threads.
+// threads. On AVX-512, dense runs evaluate the exp/expm1 of the negative
+// branch only for the lanes that take it, packed side by side
+// (apply_compacted): the same function of the same argument per lane.
 //
 // The formulas keep aten's order of operations, coefficients and at::vec
 // exp/expm1 (Sleef), so results are bitwise equal to aten's vectorised path.
