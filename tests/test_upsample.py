@@ -69,8 +69,7 @@ def test_backward_scaling_of_long_rows(iw, dtype):
     split into even and odd elements by bit shifts), then a scalar tail.
     Bitwise aten's (float32/float64), whatever the block boundaries and the
     row's end; bfloat16 bitwise aten's float32 sums rounded once (aten itself
-    rounds after every addition). Values of widely different magnitudes, so
-    that a different order of additions rounds differently."""
+    rounds after every addition)."""
     for ow in (iw + 1, int(iw * 1.3), int(iw * 1.5), 2 * iw - 1, iw // 2, int(iw * 0.7), iw - 1, 2 * iw):
         insz, out = [2, 2, 3, 4, iw], [5, 6, ow]
         # exponents 2^-24 .. 2^24 apart, so that the order of the additions shows in the rounding

@@ -90,11 +90,23 @@ struct Forward {
   }
 };
 
-// is_result = true:  g * (x > 0 ? scale : input_scale * (x + alpha * scale))
+// is_result = true: g * (x > 0 ? scale : input_scale * (x + alpha * scale))
+// (no transcendental: nothing to pack)
+template <typename T>
+struct BackwardFromResult {
+  static constexpr bool kCompact = false;
+  Coefs<T> c;
+  Vectorized<T> operator()(const Vectorized<T>& g, const Vectorized<T>& x) const {
+    const Vectorized<T> pos = x > c.zero;
+    if (!pos.zero_mask()) return g * c.poscoef;  // every lane positive
+    return Vectorized<T>::blendv(g * c.negiptcoef * (x + c.negcoef), g * c.poscoef, pos);
+  }
+};
+
 // is_result = false: g * (x > 0 ? scale : input_scale * alpha * scale * exp(input_scale * x))
-template <typename T, bool is_result>
-struct Backward {
-  static constexpr bool kCompact = !is_result;
+template <typename T>
+struct BackwardFromInput {
+  static constexpr bool kCompact = true;
   Coefs<T> c;
   int neg_lanes(const Vectorized<T>&, const Vectorized<T>& x) const { return (x > c.zero).zero_mask(); }
   Vectorized<T> arg(const Vectorized<T>&, const Vectorized<T>& x) const { return x * c.negiptcoef; }
@@ -104,11 +116,7 @@ struct Backward {
   }
   Vectorized<T> operator()(const Vectorized<T>& g, const Vectorized<T>& x) const {
     if (!neg_lanes(g, x)) return g * c.poscoef;  // every lane positive
-    if constexpr (is_result) {
-      return Vectorized<T>::blendv(g * c.negiptcoef * (x + c.negcoef), g * c.poscoef, x > c.zero);
-    } else {
-      return finish(costly(arg(g, x)), g, x);
-    }
+    return finish(costly(arg(g, x)), g, x);
   }
 };
 
@@ -333,9 +341,9 @@ void backward_into(const at::Tensor& grad_output, const Params& p, bool is_resul
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "elu_backward_cpu", [&] {
     using T = at::opmath_type<scalar_t>;
     if (is_result) {
-      run_elementwise<scalar_t>(grad_input, Backward<T, true>{Coefs<T>(p)}, grad_output, self_or_result);
+      run_elementwise<scalar_t>(grad_input, BackwardFromResult<T>{Coefs<T>(p)}, grad_output, self_or_result);
     } else {
-      run_elementwise<scalar_t>(grad_input, Backward<T, false>{Coefs<T>(p)}, grad_output, self_or_result);
+      run_elementwise<scalar_t>(grad_input, BackwardFromInput<T>{Coefs<T>(p)}, grad_output, self_or_result);
     }
   });
 }
