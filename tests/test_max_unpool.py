@@ -251,6 +251,23 @@ def test_out_of_range_index_inside_a_dense_block(value):
                        go.flatten().gather(0, good.flatten()).view(good.shape))
 
 
+@pytest.mark.parametrize("value", [-1, -(2 ** 63), 2 ** 63 - 1, 1024, 2 ** 32, "in window + 2**32"])
+def test_out_of_range_index_inside_a_window_run(value):
+    """The backward's 2x2x2-window runs (below) compare indices as int32
+    offsets: a bad index in such a run, including one equal to a valid index
+    modulo 2**32, is still found, named and never used."""
+    x = torch.randn(1, 1, 4, 4, 64)
+    y, idx = F.max_pool3d(x, 2, return_indices=True)  # pooled (2, 2, 32), 1024 outputs
+    idx = idx.clone()
+    v = idx[0, 0, 1, 1, 20].item() + 2 ** 32 if value == "in window + 2**32" else value
+    idx[0, 0, 1, 1, 20] = v
+    msg = _index_error("max_unpool3d_backward", [0, 0, 1, 1, 20], v, 1024)
+    with pytest.raises(IndexError, match=msg):
+        ops.max_unpool3d_backward(x, y, idx, [4, 4, 64], [2, 2, 2], [0, 0, 0])
+    with pytest.raises(IndexError, match=msg):
+        ops.max_unpool3d_backward(x, y, idx, [4, 4, 64], [2, 2, 2], [0, 0, 0], grad_input=torch.empty(y.shape))
+
+
 def test_index_rule_is_not_checked_by_meta():
     """Meta (fake) kernels cannot read data: a bad index passes there and is caught by the real kernel."""
     y = torch.randn(1, 1, 2, 2, 2, device="meta")
@@ -359,3 +376,67 @@ def test_compile_training_step(backend):
         assert counter.frame_count == 1
     ops_in_graph = {str(n.target) for gm in counter.graphs for n in gm.graph.nodes if n.op == "call_function"}
     assert any("max_unpool3d" in t for t in ops_in_graph), ops_in_graph
+
+
+# ---------------------------------------------------------------------------
+# The backward's 2x2x2-window runs (AVX-512 builds, 4-byte elements, outputs
+# at least twice the input per axis): 16 or 32 elements of a row read their
+# four rows of grad_output in order and pick each value from its window; a
+# run with an index outside its window goes through the element gather.
+
+def _gather(go, idx):
+    return go.flatten(-3).gather(-1, idx.flatten(-3)).view(idx.shape)
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["2x", "2x+1"])
+@pytest.mark.parametrize("width", [15, 16, 17, 32, 33, 48, 50])
+def test_backward_window_runs(width, extra):
+    """Rows of one, two and three runs and tails, outputs of exactly twice the
+    input and one more per axis, float32 (NaN payloads, -0.0) and int32: bitwise
+    the gather."""
+    size = (4 + extra, 6 + extra, 2 * width + extra)
+    x = torch.randn(2, 3, *size)
+    y, idx = F.max_pool3d(x, 2, return_indices=True)
+    go = torch.randn(2, 3, *size)
+    go.view(-1)[::7] = -0.0
+    go = go.view(torch.int32)
+    go.view(-1)[::5] = torch.randint(0x7F800001, 0x7FFFFFFF, go.view(-1)[::5].shape, dtype=torch.int32)  # NaNs
+    for g in (go.view(torch.float32), go):
+        got = ops.max_unpool3d_backward(g, y.to(g.dtype), idx, list(size), [2, 2, 2], [0, 0, 0])
+        assert torch.equal(got.view(torch.int32), _gather(g, idx).view(torch.int32))
+
+
+def test_backward_indices_outside_their_windows():
+    """Indices of overlapping 3x3x3 windows, uniformly random ones, and 2x2x2
+    ones with a single index per run moved elsewhere: the runs fall back to
+    the gather, element for element."""
+    size = [6, 8, 66]
+    x = torch.randn(2, 2, *size)
+    go = torch.randn(2, 2, *size)
+    y, idx = F.max_pool3d(x, 2, return_indices=True)  # pooled (3, 4, 33)
+    overlapping = F.max_pool3d(x, 3, 2, 1, return_indices=True)[1]
+    uniform = torch.randint(0, 6 * 8 * 66, idx.shape)
+    moved = idx.clone()
+    moved[..., ::16] = torch.randint(0, 6 * 8 * 66, moved[..., ::16].shape)  # one per run of 16
+    neighbour = idx.clone()
+    neighbour[..., 5] += 2  # the next window's element: one row over
+    for ix in (overlapping, uniform, moved, neighbour):
+        got = ops.max_unpool3d_backward(go, y, ix, size, [2, 2, 2], [0, 0, 0])
+        assert torch.equal(got, _gather(go, ix))
+
+
+def test_backward_window_runs_split_over_threads():
+    """101 planes of 3 x 5 x 33 elements: parallel chunks start and end inside
+    rows and runs, on 1, 2 and 3 threads."""
+    size = [6, 10, 66]
+    x = torch.randn(1, 101, *size)
+    y, idx = F.max_pool3d(x, 2, return_indices=True)
+    go = torch.randn(1, 101, *size)
+    want = _gather(go, idx)
+    threads = torch.get_num_threads()
+    try:
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            assert torch.equal(ops.max_unpool3d_backward(go, y, idx, size, [2, 2, 2], [0, 0, 0]), want), n
+    finally:
+        torch.set_num_threads(threads)

@@ -201,7 +201,7 @@ inline void check_backward(const at::Tensor& grad_output, const at::Tensor& self
 // size, since both operators only move bits.
 
 struct Geometry {
-  int64_t N, C, D, H, W, S, oS;
+  int64_t N, C, D, H, W, S, oD, oH, oW, oS;
   bool five;
 };
 
@@ -215,7 +215,10 @@ inline Geometry geometry(const at::Tensor& self, at::IntArrayRef output_size) {
   g.H = self.size(d + 1);
   g.W = self.size(d + 2);
   g.S = g.D * g.H * g.W;
-  g.oS = output_size[0] * output_size[1] * output_size[2];
+  g.oD = output_size[0];
+  g.oH = output_size[1];
+  g.oW = output_size[2];
+  g.oS = g.oD * g.oH * g.oW;
   return g;
 }
 

@@ -30,6 +30,9 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
+#if defined(CPU_CAPABILITY_AVX512)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -189,6 +192,131 @@ at::Tensor forward_cpu(const at::Tensor& self_, const at::Tensor& indices_, c10:
 // ---------------------------------------------------------------------------
 // Backward
 
+// Positions [from, to) of one plane, each index checked: an out-of-range
+// one is noted (at logical position pos0 + i) and its element zeroed.
+template <typename T>
+void gather_checked(const T* gs, int64_t gK, const int64_t* is, int64_t iK, T* os, int64_t from, int64_t to,
+                    int64_t oS, int64_t pos0, int64_t& first_bad) {
+  for (int64_t i = from; i < to; ++i) {
+    const int64_t v = is[i * iK];
+    if (C10_UNLIKELY(out_of_range(v, oS))) {
+      first_bad = std::min(first_bad, pos0 + i);
+      os[i] = T(0);
+      continue;
+    }
+    os[i] = gs[v * gK];
+  }
+}
+
+// Dense planes: check a block of indices with one branch-free reduction,
+// then gather it without per-element branches (the compiler vectorises both
+// loops); a block holding a bad index goes through gather_checked.
+template <typename T>
+void gather_dense(const T* gs, const int64_t* is, T* os, int64_t from, int64_t to, int64_t oS, int64_t pos0,
+                  int64_t& first_bad) {
+  constexpr int64_t kBlock = 256;
+  int64_t i = from;
+  for (; i + kBlock <= to; i += kBlock) {
+    const int64_t* blk = is + i;
+    uint64_t hi = 0;
+    for (int64_t k = 0; k < kBlock; ++k) hi = std::max(hi, static_cast<uint64_t>(blk[k]));
+    if (C10_UNLIKELY(hi >= static_cast<uint64_t>(oS))) {
+      gather_checked(gs, 1, is, 1, os, i, i + kBlock, oS, pos0, first_bad);
+      continue;
+    }
+    T* dst = os + i;
+    for (int64_t k = 0; k < kBlock; ++k) dst[k] = gs[blk[k]];
+  }
+  gather_checked(gs, 1, is, 1, os, i, to, oS, pos0, first_bad);
+}
+
+#if defined(CPU_CAPABILITY_AVX512)
+// 2x2x2 windows (the indices of a stride-2 max pooling): element (d, h, w) of
+// a plane almost always takes its value from the window whose corner is
+// (2d, 2h, 2w) of the output, i.e. from two adjacent elements in each of four
+// rows of grad_output: rows 2h and 2h+1 of planes 2d and 2d+1. For 16
+// elements of a row those are 32 consecutive values of each of the four rows:
+// reading them in order and picking each element's value with a permute
+// streams grad_output instead of gathering it an element at a time (a 2x2x2
+// pooling of (2, 32, 32, 64, 64), 1 thread: 2.0 -> 1.8 ns per element, 1.5
+// for reading every tensor once).
+// Only for 4-byte elements, outputs at least twice the input in every axis
+// (so every row read is inside grad_output), and planes addressable in int32.
+bool windows_apply(const Geometry& g, size_t element_size) {
+  return element_size == 4 && g.oD >= 2 * g.D && g.oH >= 2 * g.H && g.oW >= 2 * g.W && g.W >= 16 &&
+         g.oS <= std::numeric_limits<int32_t>::max() / 2;
+}
+
+// Elements w0 .. w0+16V-1 of one row: go points at grad_output's plane,
+// `corner` is the flat position of element w0's window corner (element
+// w0+j's is corner + 2j). Writes dst[0..16V) and returns true when every index
+// lies in its window (and so in [0, oS)); otherwise writes nothing and returns
+// false. Each of the four rows is read in order, 2V vectors.
+template <int V>
+inline bool gather_window_run(const uint32_t* go, int64_t corner, int64_t oW, int64_t oHW, const int64_t* ix,
+                             uint32_t* dst) {
+  const __m512i c = _mm512_set1_epi64(corner);
+  const __m512i lane2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i two = _mm512_set1_epi32(2);
+  // The offset of each index from its vector's first corner, saturated to
+  // int32 (a far index saturates, which matches no window).
+  __m512i off[V], out[V];
+  __mmask16 found[V];
+  for (int v = 0; v < V; ++v) {
+    const __m512i cv = _mm512_add_epi64(c, _mm512_set1_epi64(32 * v));
+    const __m256i lo = _mm512_cvtsepi64_epi32(_mm512_sub_epi64(_mm512_loadu_si512(ix + 16 * v), cv));
+    const __m256i hi = _mm512_cvtsepi64_epi32(_mm512_sub_epi64(_mm512_loadu_si512(ix + 16 * v + 8), cv));
+    off[v] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    out[v] = _mm512_setzero_si512();
+    found[v] = 0;
+  }
+  const int64_t rows[4] = {0, oW, oHW, oHW + oW};
+  for (const int64_t r : rows) {
+    const uint32_t* row = go + corner + r;
+    __m512i vals[2 * V];
+    for (int k = 0; k < 2 * V; ++k) vals[k] = _mm512_loadu_si512(row + 16 * k);
+    const __m512i rv = _mm512_set1_epi32(static_cast<int32_t>(r));
+    for (int v = 0; v < V; ++v) {
+      // idx = 2j + (column within the window) for lanes whose index is in row r.
+      const __m512i idx = _mm512_sub_epi32(off[v], rv);
+      const __mmask16 in_row = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(idx, lane2), two);
+      out[v] = _mm512_mask_mov_epi32(out[v], in_row, _mm512_permutex2var_epi32(vals[2 * v], idx, vals[2 * v + 1]));
+      found[v] |= in_row;
+    }
+  }
+  for (int v = 0; v < V; ++v) {
+    if (found[v] != 0xFFFF) return false;
+  }
+  for (int v = 0; v < V; ++v) _mm512_storeu_si512(dst + 16 * v, out[v]);
+  return true;
+}
+
+// Positions [from, to) of one dense plane through gather_window_run, row by
+// row, 32 then 16 elements at a time; a row's last (< 16) elements and any
+// run with an index outside its window go through gather_checked.
+void gather_windows(const uint32_t* gs, const int64_t* is, uint32_t* os, int64_t from, int64_t to,
+                    const Geometry& g, int64_t pos0, int64_t& first_bad) {
+  const int64_t oHW = g.oH * g.oW;
+  for (int64_t i = from; i < to;) {
+    const int64_t row = i / g.W, end = std::min(to, (row + 1) * g.W);
+    const int64_t d = row / g.H, h = row % g.H;
+    const int64_t corner0 = (2 * d * g.oH + 2 * h) * g.oW - 2 * row * g.W;  // + 2i: element i's corner
+    for (; i + 32 <= end; i += 32) {
+      if (C10_UNLIKELY(!gather_window_run<2>(gs, corner0 + 2 * i, g.oW, oHW, is + i, os + i))) {
+        gather_checked(gs, 1, is, 1, os, i, i + 32, g.oS, pos0, first_bad);
+      }
+    }
+    for (; i + 16 <= end; i += 16) {
+      if (C10_UNLIKELY(!gather_window_run<1>(gs, corner0 + 2 * i, g.oW, oHW, is + i, os + i))) {
+        gather_checked(gs, 1, is, 1, os, i, i + 16, g.oS, pos0, first_bad);
+      }
+    }
+    gather_checked(gs, 1, is, 1, os, i, end, g.oS, pos0, first_bad);
+    i = end;
+  }
+}
+#endif
+
 // grad_input is dense in `fmt` (contiguous or channels_last_3d) and is
 // written in memory order.
 template <typename T>
@@ -197,6 +325,10 @@ void gather_kernel(const T* go, Planes gp, const int64_t* ix, Planes xp, T* out,
   const int64_t N = g.N, C = g.C, S = g.S, oS = g.oS;
   const int64_t total = N * C * S;
   if (fmt == MemoryFormat::Contiguous) {
+    const bool dense = gp.sK == 1 && xp.sK == 1;
+#if defined(CPU_CAPABILITY_AVX512)
+    const bool windows = dense && windows_apply(g, sizeof(T));
+#endif
     // Element p is (nc = p / S, i = p % S).
     at::parallel_for(0, total, kGrainSize, [&](int64_t b, int64_t e) {
       int64_t first_bad = kNone;
@@ -206,31 +338,19 @@ void gather_kernel(const T* go, Planes gp, const int64_t* ix, Planes xp, T* out,
         const T* gs = go + n * gp.sN + c * gp.sC;
         const int64_t* is = ix + n * xp.sN + c * xp.sC;
         T* os = out + nc * S;
-        const int64_t gK = gp.sK, iK = xp.sK;
-        int64_t i = i0;
-        if (gK == 1 && iK == 1) {
-          // Dense planes: check a block of indices with one branch-free
-          // reduction, then gather it without per-element branches (the
-          // compiler vectorises both loops); a block holding a bad index
-          // falls through to the checked loop below.
-          constexpr int64_t kBlock = 256;
-          for (; i + kBlock <= i1; i += kBlock) {
-            const int64_t* blk = is + i;
-            uint64_t hi = 0;
-            for (int64_t k = 0; k < kBlock; ++k) hi = std::max(hi, static_cast<uint64_t>(blk[k]));
-            if (C10_UNLIKELY(hi >= static_cast<uint64_t>(oS))) break;
-            T* dst = os + i;
-            for (int64_t k = 0; k < kBlock; ++k) dst[k] = gs[blk[k]];
+        if (!dense) {
+          gather_checked(gs, gp.sK, is, xp.sK, os, i0, i1, oS, nc * S, first_bad);
+        } else {
+#if defined(CPU_CAPABILITY_AVX512)
+          if constexpr (sizeof(T) == 4) {
+            if (windows) {
+              gather_windows(gs, is, os, i0, i1, g, nc * S, first_bad);
+              p += i1 - i0;
+              continue;
+            }
           }
-        }
-        for (; i < i1; ++i) {
-          const int64_t v = is[i * iK];
-          if (C10_UNLIKELY(out_of_range(v, oS))) {
-            first_bad = std::min(first_bad, nc * S + i);
-            os[i] = T(0);
-            continue;
-          }
-          os[i] = gs[v * gK];
+#endif
+          gather_dense(gs, is, os, i0, i1, oS, nc * S, first_bad);
         }
         p += i1 - i0;
       }
