@@ -165,6 +165,8 @@ struct RowFold {
   // window holds an output (mask `one`), the second only where it holds 2
   // (mask `two`). The same additions in the same order as the tap loop, which
   // does the indices past the blocks (and everything in the default build).
+  // AVX512 builds end the row with a partial block (masked lanes past `in`),
+  // so a row narrower than kBlock is one block too.
   int64_t blocks = 0;
   std::vector<int32_t> base, idx0, idx1;
   std::vector<uint16_t> load_lo, load_hi, one, two;
@@ -172,10 +174,13 @@ struct RowFold {
 
 #if defined(CPU_CAPABILITY_AVX512)
 constexpr int64_t kBlock = 16;
+constexpr bool kPartialBlock = true;
 #elif defined(CPU_CAPABILITY_AVX2)
 constexpr int64_t kBlock = 8;
+constexpr bool kPartialBlock = false;
 #else
 constexpr int64_t kBlock = 0;  // no permute blocks
+constexpr bool kPartialBlock = false;
 #endif
 
 // The permute blocks of `f` (see RowFold), when every window has at most 2
@@ -183,11 +188,11 @@ constexpr int64_t kBlock = 0;  // no permute blocks
 void make_permute_blocks(RowFold& f, const Windows& w, int64_t in) {
   constexpr int64_t B = kBlock;
   if constexpr (B > 0) {
-    const int64_t blocks = in / B;
+    const int64_t blocks = kPartialBlock ? (in + B - 1) / B : in / B;
     std::vector<int64_t> base(blocks, 0), need(blocks, 0);
     for (int64_t b = 0; b < blocks; ++b) {
       int64_t lo = -1, hi = 0;  // the outputs of the block's non-empty windows
-      for (int64_t k = b * B; k < b * B + B; ++k) {
+      for (int64_t k = b * B; k < std::min(in, b * B + B); ++k) {
         const int64_t size = w.hi[k] - w.lo[k];
         if (size > 2) return;
         if (size == 0) continue;
@@ -207,7 +212,7 @@ void make_permute_blocks(RowFold& f, const Windows& w, int64_t in) {
       f.load_hi.push_back(static_cast<uint16_t>(n >= 2 * B ? 0xFFFF : n > B ? (1u << (n - B)) - 1 : 0));
       uint16_t one = 0, two = 0;
       for (int64_t j = 0; j < B; ++j) {
-        const int64_t k = b * B + j, size = w.hi[k] - w.lo[k];
+        const int64_t k = b * B + j, size = k < in ? w.hi[k] - w.lo[k] : 0;
         f.idx0.push_back(static_cast<int32_t>(size > 0 ? w.lo[k] - base[b] : 0));
         f.idx1.push_back(static_cast<int32_t>(size > 0 ? w.hi[k] - 1 - base[b] : 0));
         if (size > 0) one |= static_cast<uint16_t>(1u << j);
@@ -282,12 +287,18 @@ inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, cons
           const __m512 hi = _mm512_maskz_loadu_ps(f.load_hi[b], span + 16);
           const __m512 tap0 = _mm512_permutex2var_ps(lo, _mm512_loadu_si512(f.idx0.data() + 16 * b), hi);
           const __m512 tap1 = _mm512_permutex2var_ps(lo, _mm512_loadu_si512(f.idx1.data() + 16 * b), hi);
-          __m512 a = _mm512_loadu_ps(acc + 16 * b);
-          a = _mm512_mask_add_ps(a, f.one[b], a, tap0);
-          a = _mm512_mask_add_ps(a, f.two[b], a, tap1);
-          _mm512_storeu_ps(acc + 16 * b, a);
+          const auto add_taps = [&](__m512 a) {
+            a = _mm512_mask_add_ps(a, f.one[b], a, tap0);
+            return _mm512_mask_add_ps(a, f.two[b], a, tap1);
+          };
+          if (16 * b + 16 <= in) {  // (plain loads and stores: masked ones cost more on Zen 4)
+            _mm512_storeu_ps(acc + 16 * b, add_taps(_mm512_loadu_ps(acc + 16 * b)));
+          } else {  // the partial last block
+            const __mmask16 lanes = (1u << (in - 16 * b)) - 1;
+            _mm512_mask_storeu_ps(acc + 16 * b, lanes, add_taps(_mm512_maskz_loadu_ps(lanes, acc + 16 * b)));
+          }
         }
-        first = f.blocks * 16;
+        first = std::min(in, f.blocks * 16);
       }
 #elif defined(CPU_CAPABILITY_AVX2)
       if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
@@ -395,11 +406,37 @@ C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi) {
   }
 }
 
+// The first n (0 <= n <= 2K) of 2K consecutive elements as two opmath
+// vectors, the lanes past n +0.0 (nothing past n is read); and the first n
+// lanes of two opmath vectors stored, rounded once (nothing past n written).
+template <typename scalar_t>
+C10_ALWAYS_INLINE auto load_pair(const scalar_t* p, int64_t n) {
+  using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
+  constexpr int64_t K = aVec::size();
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    return at::vec::convert_to_float<scalar_t>(at::vec::Vectorized<scalar_t>::loadu(p, n));
+  } else {
+    return std::make_tuple(aVec::loadu(p, std::min(n, K)), aVec::loadu(p + K, std::max<int64_t>(n - K, 0)));
+  }
+}
+
+template <typename scalar_t, typename aVec>
+C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi, int64_t n) {
+  constexpr int64_t K = aVec::size();
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    at::vec::convert_from_float<scalar_t>(lo, hi).store(p, static_cast<int>(n));
+  } else {
+    lo.store(p, static_cast<int>(std::min(n, K)));
+    if (n > K) hi.store(p + K, static_cast<int>(n - K));
+  }
+}
+
 // One grad_input row whose (d, h) window is a single grad_output row, when W
 // is down-scaled by exactly 2 (RowFold::halved): element 2m + phase is
 // +0.0 + row[m] (the one addition of the generic path, which also turns
 // -0.0 into +0.0), the others +0.0. Blocks of 2K outputs interleave a
-// vector of the row with zeros; the rest is a scalar loop.
+// vector of the row with zeros; the rest is a scalar loop (measured: no
+// slower than partial vectors on rows of 4 or 8).
 template <typename scalar_t>
 void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64_t iW, int64_t phase) {
   using acc_t = at::opmath_type<scalar_t>;
@@ -461,8 +498,8 @@ C10_ALWAYS_INLINE auto load_even_odd(const scalar_t* p) {
 // two vector registers, the rows in (d, h) order and within a row w = 2k then
 // 2k + 1 (a deinterleave of the loaded row), so the same additions in the
 // same order as the generic fold; half/bfloat16 are widened in registers and
-// rounded once. The last iW % 2K elements take the scalar loop, in the same
-// order.
+// rounded once. The last iW % 2K elements, in the same order, K at a time
+// with partial loads and stores (a narrow row is all tail).
 template <typename scalar_t>
 void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t iW) {
   using acc_t = at::opmath_type<scalar_t>;
@@ -484,16 +521,18 @@ void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t i
     }
     store_pair(dst + k, a0, a1);
   }
-  for (; k < iW; ++k) {
-    acc_t s = 0;
+  for (; k < iW; k += K) {  // the last < 2K: K at a time, partial loads and stores
+    const int64_t n = std::min(K, iW - k);
+    aVec a(acc_t(0));
     for (int64_t d = win.d0; d < win.d1; ++d) {
       for (int64_t h = win.h0; h < win.h1; ++h) {
-        const scalar_t* row = win.row(d, h);
-        s += static_cast<acc_t>(row[2 * k]);
-        s += static_cast<acc_t>(row[2 * k + 1]);
+        const auto [x0, x1] = load_pair(win.row(d, h) + 2 * k, 2 * n);
+        const auto [even, odd] = at::vec::deinterleave2(x0, x1);
+        a = a + even;
+        a = a + odd;
       }
     }
-    dst[k] = static_cast<scalar_t>(s);
+    store_pair(dst + k, a, a, n);
   }
 }
 
