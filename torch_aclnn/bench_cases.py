@@ -29,6 +29,8 @@ _aten = torch.ops.aten
 
 # Sizes per level. "quick" shrinks every volume by ~8x.
 UPSAMPLE_INPUT = {"full": (2, 16, 32, 64, 64), "quick": (2, 16, 16, 32, 32), "tiny": (1, 2, 4, 8, 8)}
+# Rows narrower than a vector (NCDHW, W = 8): as many elements, 8x the rows.
+UPSAMPLE_NARROW = {"full": (2, 16, 32, 512, 8), "quick": (2, 16, 16, 256, 8), "tiny": (1, 2, 4, 8, 8)}
 ELEMENTWISE_NUMEL = {"full": 32 * 2**20, "quick": 4 * 2**20, "tiny": 4096}
 UNPOOL_INPUT = {"full": (2, 32, 32, 64, 64), "quick": (2, 32, 16, 32, 32), "tiny": (1, 2, 4, 8, 8)}
 
@@ -39,7 +41,8 @@ def describe_sizes(size: str) -> str:
     """The tensor sizes of a size level, for the report header."""
     n = ELEMENTWISE_NUMEL[size]
     numel = f"{n // 2**20}M" if n >= 2**20 else str(n)
-    return (f"upsample: input (grad_input) {tuple(UPSAMPLE_INPUT[size])}; elu, smooth_l1: {numel} elements; "
+    return (f"upsample: input (grad_input) {tuple(UPSAMPLE_INPUT[size])} (narrow rows: "
+            f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1: {numel} elements; "
             f"max_unpool3d: 2x2x2 pooling of {tuple(UNPOOL_INPUT[size])}; overhead: 1 element")
 
 
@@ -98,12 +101,12 @@ _UPSAMPLE = {
 }
 
 
-def _upsample_backward(mode, scale, channels_last, dtype, out_form):
+def _upsample_backward(mode, scale, channels_last, dtype, out_form, shapes=UPSAMPLE_INPUT):
     fwd, _, aten_bwd = _UPSAMPLE[mode]
 
     def build(size):
         ours = getattr(_ours, f"{fwd}_backward")
-        input_size = list(UPSAMPLE_INPUT[size])
+        input_size = list(shapes[size])
         output_size = [math.floor(s * scale) for s in input_size[2:]]
         scales = (scale,) * 3
         go = _randn(input_size[:2] + output_size, dtype, channels_last)
@@ -155,6 +158,13 @@ def _upsample_cases():
                                   target_ratio=ratio, target_pct=pct))
             cases.append(Case(fwd, name, dtype, "functional", _upsample_forward(mode, scale, cl, dtype),
                               aten_name=_name(aten_fwd), target_ratio=1.0))
+    # Narrow rows, up and down: at least as fast as aten (the issue's goal for every operator).
+    _, _, aten_bwd = _UPSAMPLE["nearest"]
+    for scale in (2.0, 0.5):
+        cases.append(Case("upsample_nearest3d_backward", f"narrow rows (W 8), scale {scale:g}", torch.float32,
+                          "functional", _upsample_backward("nearest", scale, False, torch.float32, False,
+                                                           UPSAMPLE_NARROW),
+                          aten_name=_name(aten_bwd), target_ratio=1.0))
     return cases
 
 
