@@ -102,6 +102,36 @@ def test_backward_halving_all_axes(iw, dtype):
         assert not torch.signbit(got).logical_and(got == 0).any(), ours
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("iw", [1, 5, 8, 17, 32])
+def test_backward_narrow_rows_of_single_output_windows(iw, dtype):
+    """NCDHW rows of at most 32 elements where no window holds more than one
+    output (down-scaling, or keeping a size, in every axis): the CPU backward
+    zeroes blocks of rows and writes only the elements that receive an output.
+    Bitwise aten's (bfloat16: its float32 result rounded once), -0.0 turned
+    into +0.0, on 1, 2 and 3 threads (chunks and 64 KiB blocks end inside
+    planes), for nearest and nearest-exact."""
+    insz = [8, 3, 9, 70, iw]
+    outs = ([4, 35, max(1, iw // 2)], [9, 70, iw], [5, 31, max(1, int(iw * 0.7))], [1, 1, 1])
+    bits = torch.int32 if dtype == torch.float32 else torch.int16
+    old = torch.get_num_threads()
+    try:
+        for out in outs:
+            g = make_tensor([8, 3, *out], torch.float32, "cpu")
+            g.view(-1)[::5] = -0.0
+            g = g.to(dtype)
+            for ours, theirs in ((ops.upsample_nearest3d_backward, torch.ops.aten.upsample_nearest3d_backward),
+                                 (ops.upsample_nearest_exact3d_backward,
+                                  torch.ops.aten._upsample_nearest_exact3d_backward)):
+                want = theirs(g.float(), out, insz).to(dtype)
+                for threads in (1, 2, 3):
+                    torch.set_num_threads(threads)
+                    got = ours(g, out, insz)
+                    assert torch.equal(got.view(bits), want.view(bits)), (out, ours, threads)
+    finally:
+        torch.set_num_threads(old)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_backward_empty_depth_slices_across_thread_ranges(threads):
     """Down-scaling D leaves grad_input slices no output maps to; the CPU

@@ -587,6 +587,72 @@ void pixel_vector_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Wind
   });
 }
 
+// The most outputs any window of an axis holds.
+int64_t max_window(const Windows& w) {
+  int64_t m = 0;
+  for (size_t k = 0; k < w.lo.size(); ++k) m = std::max(m, w.hi[k] - w.lo[k]);
+  return m;
+}
+
+// Whether the NCDHW backward takes sparse_rows: rows of at most 32 elements
+// (the row-by-row fold pays more per row than such a row costs to write), and
+// no window of any axis holds more than one output (down-scaling, or keeping
+// a size). Wider rows keep the row-by-row fold: zeroing every row and then
+// writing the ones that receive outputs measured faster out= but slower on a
+// freshly allocated result (W 64 halved, 1 thread: 0.60-0.67 -> 0.67-0.96 ms).
+bool use_sparse_rows(const Axes& a, const Windows& wd, const Windows& wh, const Windows& ww) {
+  return a.in[2] <= 32 && max_window(wd) <= 1 && max_window(wh) <= 1 && max_window(ww) <= 1;
+}
+
+// NCDHW backward when every window of every axis holds at most one output
+// (use_sparse_rows): each grad_input element is +0.0 + its one grad_output
+// element (the single addition of the generic fold, which also turns -0.0
+// into +0.0) or +0.0. Blocks of rows (64 KiB) are zeroed with one memset,
+// then, while in L2, only the rows that receive outputs are visited, and in
+// them only the elements that do are written.
+template <typename scalar_t>
+void sparse_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows& wd, const Windows& wh,
+                 const Windows& ww, int64_t planes) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t iD = a.in[0], iH = a.in[1], iW = a.in[2];
+  const int64_t oD = a.out[0], oH = a.out[1], oW = a.out[2];
+  std::vector<int64_t> ks, ws;  // the elements k of a row that receive an output, and its w
+  for (int64_t k = 0; k < iW; ++k) {
+    if (ww.hi[k] > ww.lo[k]) {
+      ks.push_back(k);
+      ws.push_back(ww.lo[k]);
+    }
+  }
+  const int64_t owned = static_cast<int64_t>(ks.size());
+  // Rows per block: 64 KiB, zeroed and then written while in L2.
+  const int64_t block = std::max<int64_t>(1, (64 << 10) / (iW * static_cast<int64_t>(sizeof(scalar_t))));
+  at::parallel_for(0, planes * iD * iH, grain_for(iW), [&](int64_t b, int64_t e) {
+    const int64_t *dlo = wd.lo.data(), *dhi = wd.hi.data(), *hlo = wh.lo.data(), *hhi = wh.hi.data();
+    const int64_t *k_of = ks.data(), *w_of = ws.data();
+    int64_t zeroed = b;  // rows [b, zeroed) are zero
+    for (int64_t r = b; r < e;) {
+      if (r >= zeroed) {
+        const int64_t to = std::min(e, r + block);
+        std::memset(o + r * iW, 0, sizeof(scalar_t) * (to - r) * iW);
+        zeroed = to;
+      }
+      const int64_t slice = r / iH, i = slice % iD, end = std::min(zeroed, (slice + 1) * iH);
+      if (dlo[i] < dhi[i]) {
+        const scalar_t* volume = g + ((slice / iD) * oD + dlo[i]) * oH * oW;
+        for (int64_t j = r - slice * iH; r < end; ++r, ++j) {
+          if (hlo[j] == hhi[j]) continue;
+          const scalar_t* row = volume + hlo[j] * oW;
+          scalar_t* dst = o + r * iW;
+          for (int64_t t = 0; t < owned; ++t) {
+            dst[k_of[t]] = static_cast<scalar_t>(acc_t(0) + static_cast<acc_t>(row[w_of[t]]));
+          }
+        }
+      }
+      r = end;
+    }
+  });
+}
+
 // go and gi are both contiguous in `fmt`.
 template <Mode mode, typename scalar_t>
 void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, MemoryFormat fmt) {
@@ -600,6 +666,10 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
   scalar_t* o = gi.mutable_data_ptr<scalar_t>();
 
   if (fmt == MemoryFormat::Contiguous) {
+    if (use_sparse_rows(a, wd, wh, ww)) {
+      sparse_rows<scalar_t>(g, o, a, wd, wh, ww, N * C);
+      return;
+    }
     // One grad_input row (n, c, i, j, :) at a time: for each (d, h) of its
     // window, fold grad_output row (d, h) into it along W.
     const RowFold fold = make_row_fold(ww, iW, oW);
