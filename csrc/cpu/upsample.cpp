@@ -435,8 +435,8 @@ C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi, i
 // is down-scaled by exactly 2 (RowFold::halved): element 2m + phase is
 // +0.0 + row[m] (the one addition of the generic path, which also turns
 // -0.0 into +0.0), the others +0.0. Blocks of 2K outputs interleave a
-// vector of the row with zeros; the rest is a scalar loop (measured: no
-// slower than partial vectors on rows of 4 or 8).
+// vector of the row with zeros; the rest is a scalar loop (partial vectors
+// measured no faster on rows of 4 or 8).
 template <typename scalar_t>
 void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64_t iW, int64_t phase) {
   using acc_t = at::opmath_type<scalar_t>;
@@ -629,7 +629,7 @@ void sparse_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows& w
   at::parallel_for(0, planes * iD * iH, grain_for(iW), [&](int64_t b, int64_t e) {
     const int64_t *dlo = wd.lo.data(), *dhi = wd.hi.data(), *hlo = wh.lo.data(), *hhi = wh.hi.data();
     const int64_t *k_of = ks.data(), *w_of = ws.data();
-    int64_t zeroed = b;  // rows [b, zeroed) are zero
+    int64_t zeroed = b;  // rows [b, zeroed) are cleared
     for (int64_t r = b; r < e;) {
       if (r >= zeroed) {
         const int64_t to = std::min(e, r + block);
