@@ -11,6 +11,9 @@ from torch_aclnn.testing import make_tensor, tolerance
 from torch_aclnn.testing.upsample import reference_backward, reference_forward
 
 ops = torch.ops.torch_aclnn
+# (ours, aten's) backward of each mode
+BACKWARDS = ((ops.upsample_nearest3d_backward, torch.ops.aten.upsample_nearest3d_backward),
+             (ops.upsample_nearest_exact3d_backward, torch.ops.aten._upsample_nearest_exact3d_backward))
 MODES = {
     "nearest": (torch_aclnn.upsample_nearest3d, ops.upsample_nearest3d, ops.upsample_nearest3d_backward),
     "nearest-exact": (torch_aclnn.upsample_nearest_exact3d, ops.upsample_nearest_exact3d,
@@ -74,9 +77,7 @@ def test_backward_scaling_of_long_rows(iw, dtype):
         insz, out = [2, 2, 3, 4, iw], [5, 6, ow]
         # exponents 2^-24 .. 2^24 apart, so that the order of the additions shows in the rounding
         g = make_tensor([2, 2, *out], dtype, "cpu") * torch.exp2(torch.randint(-24, 25, [2, 2, *out])).to(dtype)
-        for ours, theirs in ((ops.upsample_nearest3d_backward, torch.ops.aten.upsample_nearest3d_backward),
-                             (ops.upsample_nearest_exact3d_backward,
-                              torch.ops.aten._upsample_nearest_exact3d_backward)):
+        for ours, theirs in BACKWARDS:
             got = ours(g, out, insz)
             want = theirs(g.float(), out, insz).to(dtype) if dtype == torch.bfloat16 else theirs(g, out, insz)
             assert torch.equal(got, want), (ow, ours)
@@ -93,9 +94,7 @@ def test_backward_halving_all_axes(iw, dtype):
     g = make_tensor([2, 3, *out], torch.float32, "cpu")
     g.view(-1)[::7] = -0.0
     g = g.to(dtype)
-    for ours, theirs in ((ops.upsample_nearest3d_backward, torch.ops.aten.upsample_nearest3d_backward),
-                         (ops.upsample_nearest_exact3d_backward,
-                          torch.ops.aten._upsample_nearest_exact3d_backward)):
+    for ours, theirs in BACKWARDS:
         got = ours(g, out, insz)
         want = theirs(g.float() if dtype == torch.bfloat16 else g, out, insz).to(dtype)
         assert torch.equal(got, want), ours
@@ -120,9 +119,7 @@ def test_backward_narrow_rows_of_single_output_windows(iw, dtype):
             g = make_tensor([8, 3, *out], torch.float32, "cpu")
             g.view(-1)[::5] = -0.0
             g = g.to(dtype)
-            for ours, theirs in ((ops.upsample_nearest3d_backward, torch.ops.aten.upsample_nearest3d_backward),
-                                 (ops.upsample_nearest_exact3d_backward,
-                                  torch.ops.aten._upsample_nearest_exact3d_backward)):
+            for ours, theirs in BACKWARDS:
                 want = theirs(g.float(), out, insz).to(dtype)
                 for threads in (1, 2, 3):
                     torch.set_num_threads(threads)
@@ -144,9 +141,7 @@ def test_backward_empty_depth_slices_across_thread_ranges(threads):
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        for ours, theirs in ((ops.upsample_nearest3d_backward, torch.ops.aten.upsample_nearest3d_backward),
-                             (ops.upsample_nearest_exact3d_backward,
-                              torch.ops.aten._upsample_nearest_exact3d_backward)):
+        for ours, theirs in BACKWARDS:
             assert torch.equal(ours(g, out, insz), theirs(g, out, insz)), ours
             gi = torch.full(insz, float("nan"))
             ours.grad_input(g, out, insz, grad_input=gi)
