@@ -319,6 +319,20 @@ void gather_windows(const uint32_t* gs, const int64_t* is, uint32_t* os, int64_t
 }
 #endif
 
+// Positions [i0, i1) of one plane: the element gather, checked (strided
+// planes) or by blocks (dense ones), or the window runs where they apply.
+template <typename T>
+void gather_plane(const T* gs, int64_t gK, const int64_t* is, int64_t iK, T* os, int64_t i0, int64_t i1,
+                  const Geometry& g, bool windows, int64_t pos0, int64_t& first_bad) {
+  if (gK != 1 || iK != 1) return gather_checked(gs, gK, is, iK, os, i0, i1, g.oS, pos0, first_bad);
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (sizeof(T) == 4) {
+    if (windows) return gather_windows(gs, is, os, i0, i1, g, pos0, first_bad);
+  }
+#endif
+  gather_dense(gs, is, os, i0, i1, g.oS, pos0, first_bad);
+}
+
 // grad_input is dense in `fmt` (contiguous or channels_last_3d) and is
 // written in memory order.
 template <typename T>
@@ -327,9 +341,10 @@ void gather_kernel(const T* go, Planes gp, const int64_t* ix, Planes xp, T* out,
   const int64_t N = g.N, C = g.C, S = g.S, oS = g.oS;
   const int64_t total = N * C * S;
   if (fmt == MemoryFormat::Contiguous) {
-    const bool dense = gp.sK == 1 && xp.sK == 1;
 #if defined(CPU_CAPABILITY_AVX512)
-    const bool windows = dense && windows_apply(g, sizeof(T));
+    const bool windows = windows_apply(g, sizeof(T));
+#else
+    const bool windows = false;
 #endif
     // Element p is (nc = p / S, i = p % S).
     at::parallel_for(0, total, kGrainSize, [&](int64_t b, int64_t e) {
@@ -337,23 +352,8 @@ void gather_kernel(const T* go, Planes gp, const int64_t* ix, Planes xp, T* out,
       for (int64_t p = b; p < e;) {
         const int64_t nc = p / S, i0 = p % S, i1 = std::min(S, i0 + (e - p));
         const int64_t n = nc / C, c = nc % C;
-        const T* gs = go + n * gp.sN + c * gp.sC;
-        const int64_t* is = ix + n * xp.sN + c * xp.sC;
-        T* os = out + nc * S;
-        if (!dense) {
-          gather_checked(gs, gp.sK, is, xp.sK, os, i0, i1, oS, nc * S, first_bad);
-        } else {
-#if defined(CPU_CAPABILITY_AVX512)
-          if constexpr (sizeof(T) == 4) {
-            if (windows) {
-              gather_windows(gs, is, os, i0, i1, g, nc * S, first_bad);
-              p += i1 - i0;
-              continue;
-            }
-          }
-#endif
-          gather_dense(gs, is, os, i0, i1, oS, nc * S, first_bad);
-        }
+        gather_plane(go + n * gp.sN + c * gp.sC, gp.sK, ix + n * xp.sN + c * xp.sC, xp.sK, out + nc * S, i0, i1, g,
+                     windows, nc * S, first_bad);
         p += i1 - i0;
       }
       if (first_bad != kNone) bad.note(first_bad);
