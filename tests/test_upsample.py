@@ -129,6 +129,38 @@ def test_backward_narrow_rows_of_single_output_windows(iw, dtype):
         torch.set_num_threads(old)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("iw", [34, 64, 66, 100])
+def test_backward_halving_rows_across_thread_ranges(iw, dtype):
+    """W down-scaled by exactly 2 and no D or H window holding more than one
+    output (D and H kept, or down-scaled by any factor): the CPU backward walks
+    the rows slice by slice, spreading a grad_output row into every other
+    element of each row that receives one and zeroing runs of the others with
+    vector stores. Bitwise aten's (bfloat16: its float32 result rounded once),
+    -0.0 turned into +0.0, functional and out= into a NaN-filled result, on
+    1, 2 and 3 threads (ranges start and end inside planes and zero runs)."""
+    insz = [2, 3, 5, 37, iw]
+    outs = ([5, 37, iw // 2], [2, 20, iw // 2], [3, 11, iw // 2], [1, 1, iw // 2])
+    bits = torch.int32 if dtype == torch.float32 else torch.int16
+    old = torch.get_num_threads()
+    try:
+        for out in outs:
+            g = make_tensor([2, 3, *out], torch.float32, "cpu")
+            g.view(-1)[::5] = -0.0
+            g = g.to(dtype)
+            for ours, theirs in BACKWARDS:
+                want = theirs(g.float(), out, insz).to(dtype)
+                for threads in (1, 2, 3):
+                    torch.set_num_threads(threads)
+                    got = ours(g, out, insz)
+                    assert torch.equal(got.view(bits), want.view(bits)), (out, ours, threads)
+                    gi = torch.full(insz, float("nan"), dtype=dtype)
+                    ours.grad_input(g, out, insz, grad_input=gi)
+                    assert torch.equal(gi.view(bits), want.view(bits)), (out, ours, threads)
+    finally:
+        torch.set_num_threads(old)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_backward_empty_depth_slices_across_thread_ranges(threads):
     """Down-scaling D leaves grad_input slices no output maps to; the CPU

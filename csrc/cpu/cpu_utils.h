@@ -4,6 +4,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/cpu/vec/vec.h>
 #include <ATen/ops/empty_like.h>
 
 #include <algorithm>
@@ -41,6 +42,34 @@ inline void advance(const int64_t (&sizes)[nd], int64_t (&idx)[nd]) {
     if (++idx[d] < sizes[d]) return;
     idx[d] = 0;
   }
+}
+
+// Sets `bytes` bytes from p to zero (for any floating type: +0.0) with
+// vector stores. Not std::memset: glibc clears a run of more than a few KiB
+// with `rep stosb`, which on the AMD Zen 4 the benchmarks run on writes at
+// well under the bandwidth a loop of vector stores reaches (the bench's
+// scale-0.5 upsample backward, 2 threads, out=: 0.235 -> 0.138 ms; a 16 KiB
+// run per zero slice).
+inline void zero_bytes(void* p, int64_t bytes) {
+  using Vec = at::vec::Vectorized<uint8_t>;
+  constexpr int64_t L = Vec::size();
+  auto* b = static_cast<uint8_t*>(p);
+  const Vec zero(uint8_t(0));
+  int64_t k = 0;
+  for (; k + 4 * L <= bytes; k += 4 * L) {
+    zero.store(b + k);
+    zero.store(b + k + L);
+    zero.store(b + k + 2 * L);
+    zero.store(b + k + 3 * L);
+  }
+  for (; k + L <= bytes; k += L) zero.store(b + k);
+  if (k < bytes) zero.store(b + k, static_cast<int>(bytes - k));
+}
+
+// n elements of T from p set to all bits zero (zero_bytes).
+template <typename T>
+inline void zero_fill(T* p, int64_t n) {
+  zero_bytes(p, n * static_cast<int64_t>(sizeof(T)));
 }
 
 // The size of a transparent huge page (the PMD size: 2 MiB on x86-64), or 0

@@ -114,9 +114,9 @@ int64_t channel_block(const Geometry& g, const Planes& op) {
 template <typename T>
 void zero_block(T* on, Planes op, int64_t c0, int64_t c1, int64_t oS) {
   if (op.sK == 1) {  // dense planes (contiguous output)
-    for (int64_t c = c0; c < c1; ++c) std::fill_n(on + c * op.sC, oS, T(0));
+    for (int64_t c = c0; c < c1; ++c) cpu::zero_fill(on + c * op.sC, oS);
   } else if (op.sC == 1) {  // dense pixels (channels_last_3d output)
-    for (int64_t k = 0; k < oS; ++k) std::fill_n(on + k * op.sK + c0, c1 - c0, T(0));
+    for (int64_t k = 0; k < oS; ++k) cpu::zero_fill(on + k * op.sK + c0, c1 - c0);
   } else {
     for (int64_t c = c0; c < c1; ++c) {
       for (int64_t k = 0; k < oS; ++k) on[c * op.sC + k * op.sK] = T(0);

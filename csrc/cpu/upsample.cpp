@@ -32,6 +32,7 @@ using c10::MemoryFormat;
 using cpu::advance;
 using cpu::grain_for;
 using cpu::unravel;
+using cpu::zero_fill;
 
 // src(dst) for every dst of one axis.
 template <Mode mode>
@@ -597,9 +598,10 @@ int64_t max_window(const Windows& w) {
 // Whether the NCDHW backward takes sparse_rows: rows of at most 32 elements
 // (the row-by-row fold pays more per row than such a row costs to write), and
 // no window of any axis holds more than one output (down-scaling, or keeping
-// a size). Wider rows keep the row-by-row fold: zeroing every row and then
-// writing the ones that receive outputs measured faster out= but slower on a
-// freshly allocated result (W 64 halved, 1 thread: 0.60-0.67 -> 0.67-0.96 ms).
+// a size). Wider rows take halved_rows when W is halved, else the row-by-row
+// fold: zeroing every row and then writing the ones that receive outputs
+// measured faster out= but slower on a freshly allocated result (W 64 halved,
+// 1 thread: 0.60-0.67 -> 0.67-0.96 ms).
 bool use_sparse_rows(const Axes& a, const Windows& wd, const Windows& wh, const Windows& ww) {
   return a.in[2] <= 32 && max_window(wd) <= 1 && max_window(wh) <= 1 && max_window(ww) <= 1;
 }
@@ -607,7 +609,7 @@ bool use_sparse_rows(const Axes& a, const Windows& wd, const Windows& wh, const 
 // NCDHW backward when every window of every axis holds at most one output
 // (use_sparse_rows): each grad_input element is +0.0 + its one grad_output
 // element (the single addition of the generic fold, which also turns -0.0
-// into +0.0) or +0.0. Blocks of rows (64 KiB) are zeroed with one memset,
+// into +0.0) or +0.0. Blocks of rows (64 KiB) are zeroed at once (zero_fill),
 // then, while in L2, only the rows that receive outputs are visited, and in
 // them only the elements that do are written.
 template <typename scalar_t>
@@ -633,7 +635,7 @@ void sparse_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows& w
     for (int64_t r = b; r < e;) {
       if (r >= zeroed) {
         const int64_t to = std::min(e, r + block);
-        std::memset(o + r * iW, 0, sizeof(scalar_t) * (to - r) * iW);
+        zero_fill(o + r * iW, (to - r) * iW);
         zeroed = to;
       }
       const int64_t slice = r / iH, i = slice % iD, end = std::min(zeroed, (slice + 1) * iH);
@@ -650,6 +652,40 @@ void sparse_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows& w
       }
       r = end;
     }
+  });
+}
+
+// NCDHW backward when W is down-scaled by exactly 2 (RowFold::halved) and
+// no window of D or H holds more than one output: each grad_input row is
+// either +0.0 everywhere (no output maps to its slice or row; consecutive such
+// rows are cleared at once by zero_fill) or a single grad_output row spread
+// to every other element (spread_by_2). The rows are walked slice by slice,
+// the source row found from the two window tables alone (the bench's scale
+// 0.5 case, 2 threads, out=: 0.235 -> 0.138 ms with zero_fill; the generic
+// row loop spent more on each row's bookkeeping than on its 256 bytes).
+template <typename scalar_t>
+void halved_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows& wd, const Windows& wh, int64_t phase,
+                 int64_t planes) {
+  const int64_t iD = a.in[0], iH = a.in[1], iW = a.in[2];
+  const int64_t oD = a.out[0], oH = a.out[1], oW = a.out[2];
+  at::parallel_for(0, planes * iD * iH, grain_for(iW), [&](int64_t b, int64_t e) {
+    const int64_t *dlo = wd.lo.data(), *dhi = wd.hi.data(), *hlo = wh.lo.data(), *hhi = wh.hi.data();
+    int64_t zeros_from = b;  // rows [zeros_from, r) are +0.0, not yet cleared
+    for (int64_t r = b; r < e;) {
+      const int64_t slice = r / iH, i = slice % iD, end = std::min(e, (slice + 1) * iH);
+      if (dlo[i] == dhi[i]) {
+        r = end;
+        continue;
+      }
+      const scalar_t* volume = g + ((slice / iD) * oD + dlo[i]) * oH * oW;
+      for (int64_t j = r - slice * iH; r < end; ++r, ++j) {
+        if (hlo[j] == hhi[j]) continue;
+        if (r > zeros_from) zero_fill(o + zeros_from * iW, (r - zeros_from) * iW);
+        zeros_from = r + 1;
+        spread_by_2(o + r * iW, volume + hlo[j] * oW, iW, phase);
+      }
+    }
+    if (e > zeros_from) zero_fill(o + zeros_from * iW, (e - zeros_from) * iW);
   });
 }
 
@@ -673,6 +709,10 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
     // One grad_input row (n, c, i, j, :) at a time: for each (d, h) of its
     // window, fold grad_output row (d, h) into it along W.
     const RowFold fold = make_row_fold(ww, iW, oW);
+    if (fold.halved && max_window(wd) <= 1 && max_window(wh) <= 1) {
+      halved_rows<scalar_t>(g, o, a, wd, wh, fold.phase, N * C);
+      return;
+    }
     const int64_t sizes[4] = {N * C, iD, iH, 1};
     const int64_t rows = N * C * iD * iH;
     const int64_t cost = std::max<int64_t>(iW, oD * oH * oW / std::max<int64_t>(1, iD * iH));
@@ -680,10 +720,10 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
       // half/bfloat16: accumulate in a float32 row, widening each source row once.
       std::vector<acc_t> buffer(kAccInPlace ? 0 : iW), wide(kAccInPlace ? 0 : oW);
       // Rows no output maps to (down-scaling) are +0.0 (all bits zero); a run
-      // of them, consecutive in memory, is cleared with one memset.
+      // of them, consecutive in memory, is cleared at once (zero_fill).
       int64_t zeros_from = b;
       const auto clear_zeros = [&](int64_t end) {
-        if (end > zeros_from) std::memset(o + zeros_from * iW, 0, sizeof(scalar_t) * (end - zeros_from) * iW);
+        if (end > zeros_from) zero_fill(o + zeros_from * iW, (end - zeros_from) * iW);
       };
       int64_t idx[4];
       unravel<4>(b, sizes, idx);
@@ -691,7 +731,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
         const int64_t nc = idx[0], i = idx[1], j = idx[2];
         if (wd.lo[i] == wd.hi[i]) {
           // No output maps to slice i: skip to the last row of its plane in
-          // this range (the whole run is cleared by one memset).
+          // this range (the whole run is cleared at once).
           const int64_t skip = std::min(e - 1 - r, iH - 1 - j);
           r += skip;
           idx[2] += skip;
@@ -761,7 +801,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
           scalar_t* dst = out_row + k * C;
           const int64_t w0 = ww.lo[k], w1 = ww.hi[k];
           if (window.empty() || w0 == w1) {  // no output maps here (down-scaling)
-            std::memset(dst, 0, sizeof(scalar_t) * C);
+            zero_fill(dst, C);
             continue;
           }
           // Vectors of channels accumulate in registers, half/bfloat16
