@@ -251,12 +251,13 @@ def test_out_of_range_index_inside_a_dense_block(value):
                        go.flatten().gather(0, good.flatten()).view(good.shape))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("value", [-1, -(2 ** 63), 2 ** 63 - 1, 1024, 2 ** 32, "in window + 2**32"])
-def test_out_of_range_index_inside_a_window_run(value):
+def test_out_of_range_index_inside_a_window_run(value, dtype):
     """The backward's 2x2x2-window runs (below) compare indices as int32
     offsets: a bad index in such a run, including one equal to a valid index
     modulo 2**32, is still found, named and never used."""
-    x = torch.randn(1, 1, 4, 4, 64)
+    x = torch.randn(1, 1, 4, 4, 64, dtype=dtype)
     y, idx = F.max_pool3d(x, 2, return_indices=True)  # pooled (2, 2, 32), 1024 outputs
     idx = idx.clone()
     v = idx[0, 0, 1, 1, 20].item() + 2 ** 32 if value == "in window + 2**32" else value
@@ -265,7 +266,8 @@ def test_out_of_range_index_inside_a_window_run(value):
     with pytest.raises(IndexError, match=msg):
         ops.max_unpool3d_backward(x, y, idx, [4, 4, 64], [2, 2, 2], [0, 0, 0])
     with pytest.raises(IndexError, match=msg):
-        ops.max_unpool3d_backward(x, y, idx, [4, 4, 64], [2, 2, 2], [0, 0, 0], grad_input=torch.empty(y.shape))
+        ops.max_unpool3d_backward(x, y, idx, [4, 4, 64], [2, 2, 2], [0, 0, 0],
+                                  grad_input=torch.empty(y.shape, dtype=dtype))
 
 
 def test_index_rule_is_not_checked_by_meta():
@@ -379,40 +381,46 @@ def test_compile_training_step(backend):
 
 
 # ---------------------------------------------------------------------------
-# The backward's 2x2x2-window runs (AVX-512 builds, 4-byte elements, outputs
-# at least twice the input per axis): 16 or 32 elements of a row read their
-# four rows of grad_output in order and pick each value from its window; a
-# run with an index outside its window goes through the element gather.
+# The backward's 2x2x2-window runs (AVX-512 builds, outputs at least twice
+# the input per axis): 16 or 32 elements of a row (4-byte elements; 2-byte
+# ones: 32) read their four rows of grad_output in order and pick each value
+# from its window; a run with an index outside its window goes through the
+# element gather.
 
 def _gather(go, idx):
     return go.flatten(-3).gather(-1, idx.flatten(-3)).view(idx.shape)
 
 
 @pytest.mark.parametrize("extra", [0, 1], ids=["2x", "2x+1"])
-@pytest.mark.parametrize("width", [15, 16, 17, 32, 33, 48, 50])
-def test_backward_window_runs(width, extra):
+@pytest.mark.parametrize("width", [15, 16, 17, 31, 32, 33, 48, 50, 64, 65, 97])
+@pytest.mark.parametrize("bits", [32, 16])
+def test_backward_window_runs(bits, width, extra):
     """Rows of one, two and three runs and tails, outputs of exactly twice the
-    input and one more per axis, float32 (NaN payloads, -0.0) and int32: bitwise
-    the gather."""
+    input and one more per axis, 4-byte elements (float32 with NaN payloads
+    and -0.0, int32) and 2-byte ones (bfloat16 and float16 with NaN payloads
+    and -0.0, int16): bitwise the gather of their bits."""
     size = (4 + extra, 6 + extra, 2 * width + extra)
     x = torch.randn(2, 3, *size)
     y, idx = F.max_pool3d(x, 2, return_indices=True)
-    go = torch.randn(2, 3, *size)
-    go.view(-1)[::7] = -0.0
-    go = go.view(torch.int32)
-    go.view(-1)[::5] = torch.randint(0x7F800001, 0x7FFFFFFF, go.view(-1)[::5].shape, dtype=torch.int32)  # NaNs
-    for g in (go.view(torch.float32), go):
+    bits_dtype, nan = (torch.int32, (0x7F800001, 0x7FFFFFFF)) if bits == 32 else (torch.int16, (0x7F81, 0x7FFF))
+    go = torch.randint(-(2 ** (bits - 1)), 2 ** (bits - 1), (2, 3, *size), dtype=bits_dtype)
+    go.view(-1)[::7] = -(2 ** (bits - 1))  # -0.0
+    go.view(-1)[::5] = torch.randint(*nan, go.view(-1)[::5].shape, dtype=bits_dtype)  # NaNs
+    want = _gather(go, idx)  # gathered as integers: every bit kept (aten's bfloat16 gather rewrites some NaNs)
+    dtypes = (torch.float32, torch.int32) if bits == 32 else (torch.bfloat16, torch.float16, torch.int16)
+    for g in (go.view(dt) for dt in dtypes):
         got = ops.max_unpool3d_backward(g, y.to(g.dtype), idx, list(size), [2, 2, 2], [0, 0, 0])
-        assert torch.equal(got.view(torch.int32), _gather(g, idx).view(torch.int32))
+        assert torch.equal(got.view(bits_dtype), want), g.dtype
 
 
-def test_backward_indices_outside_their_windows():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_backward_indices_outside_their_windows(dtype):
     """Indices of overlapping 3x3x3 windows, uniformly random ones, and 2x2x2
     ones with a single index per run moved elsewhere: the runs fall back to
     the gather, element for element."""
     size = [6, 8, 66]
     x = torch.randn(2, 2, *size)
-    go = torch.randn(2, 2, *size)
+    go = torch.randn(2, 2, *size, dtype=dtype)
     y, idx = F.max_pool3d(x, 2, return_indices=True)  # pooled (3, 4, 33)
     overlapping = F.max_pool3d(x, 3, 2, 1, return_indices=True)[1]
     uniform = torch.randint(0, 6 * 8 * 66, idx.shape)
@@ -421,17 +429,18 @@ def test_backward_indices_outside_their_windows():
     neighbour = idx.clone()
     neighbour[..., 5] += 2  # the next window's element: one row over
     for ix in (overlapping, uniform, moved, neighbour):
-        got = ops.max_unpool3d_backward(go, y, ix, size, [2, 2, 2], [0, 0, 0])
+        got = ops.max_unpool3d_backward(go, y.to(dtype), ix, size, [2, 2, 2], [0, 0, 0])
         assert torch.equal(got, _gather(go, ix))
 
 
-def test_backward_window_runs_split_over_threads():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_backward_window_runs_split_over_threads(dtype):
     """101 planes of 3 x 5 x 33 elements: parallel chunks start and end inside
     rows and runs, on 1, 2 and 3 threads."""
     size = [6, 10, 66]
-    x = torch.randn(1, 101, *size)
+    x = torch.randn(1, 101, *size, dtype=dtype)
     y, idx = F.max_pool3d(x, 2, return_indices=True)
-    go = torch.randn(1, 101, *size)
+    go = torch.randn(1, 101, *size, dtype=dtype)
     want = _gather(go, idx)
     threads = torch.get_num_threads()
     try:
