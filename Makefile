@@ -56,8 +56,9 @@ fuzz: build
 # adversarial set's unallocatable sizes fail as in a normal build.
 ASAN_DIR  ?= build/asan
 ASAN_TESTS ?= tests/test_common.py tests/test_adversarial.py tests/test_upsample.py tests/test_elu.py \
-	tests/test_max_unpool.py -k "reference or contract_error or adversarial or long_rows or vector_and_tail or halving \
-	or empty_depth or packed_lanes or window"
+	tests/test_max_unpool.py tests/test_elementwise.py -k "reference or contract_error or adversarial or long_rows \
+	or vector_and_tail or halving or empty_depth or packed_lanes or window or (streaming and native) \
+	or larger_than_the_cache"
 # Only the CPU kernels of the instruction set the loader picks on this machine
 # (aten's own choice): a third of the build time.
 ASAN_ISA  ?= $(shell $(VPY) -c "import torch; print({'AVX512': 'avx512', 'AVX2': 'avx2'}.get(torch.backends.cpu.get_cpu_capability(), 'default'))" 2>/dev/null || echo default)

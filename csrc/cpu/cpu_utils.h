@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -70,6 +71,24 @@ inline void zero_bytes(void* p, int64_t bytes) {
 template <typename T>
 inline void zero_fill(T* p, int64_t n) {
   zero_bytes(p, n * static_cast<int64_t>(sizeof(T)));
+}
+
+// The size of the last-level cache (the largest cache level sysfs lists for
+// CPU 0), or 32 MiB where it lists none.
+inline int64_t last_level_cache_bytes() {
+  static const int64_t bytes = [] {
+    int64_t best = 0;
+    for (int index = 0; index < 8; ++index) {
+      std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+      int64_t n = 0;
+      char unit = 0;
+      if (!(f >> n)) continue;
+      if (f >> unit) n *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : unit == 'G' ? int64_t{1} << 30 : 1;
+      best = std::max(best, n);
+    }
+    return best > 0 ? best : int64_t{32} << 20;
+  }();
+  return bytes;
 }
 
 // The size of a transparent huge page (the PMD size: 2 MiB on x86-64), or 0

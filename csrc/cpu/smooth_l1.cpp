@@ -26,6 +26,7 @@
 #include "common/out.h"
 #include "contracts/smooth_l1.h"
 #include "cpu/cpu_utils.h"
+#include "cpu/elementwise.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
@@ -157,11 +158,27 @@ inline Vectorized<scalar_t> apply_vec(const F& f, const V&... v) {
 // ---------------------------------------------------------------------------
 // Elementwise kernels: the 'none' loss and grad_input.
 
+// Operands dense with the output's sizes and strides (no broadcasting: the
+// common case) go through the flat driver of cpu/elementwise.h, which runs
+// the same vector forms (partial vectors at the ends instead of the scalar
+// forms, which give the same values) and streams the stores of passes larger
+// than the cache; anything else through TensorIterator's cpu_kernel_vec.
+
+// Grad with a single grad_output value ('mean' / 'sum': a 0-dim grad_output),
+// broadcast to every lane as cpu_kernel_vec broadcasts a stride-0 operand.
+template <typename T>
+struct GradOfOne {
+  Grad<T> f;
+  T g;
+  Vectorized<T> operator()(const Vectorized<T>& a, const Vectorized<T>& b) const { return f(Vectorized<T>(g), a, b); }
+};
+
 void loss_none_into(const at::Tensor& self, const at::Tensor& target, double beta, at::Tensor& out) {
-  auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(self).add_const_input(target).build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "smooth_l1_loss_cpu", [&] {
     using opmath_t = at::opmath_type<scalar_t>;
     const Loss<opmath_t> f(beta);
+    if (cpu::run_dense<scalar_t>(out, f, self, target)) return;
+    auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(self).add_const_input(target).build();
     at::native::cpu_kernel_vec(
         iter,
         [f](scalar_t a, scalar_t b) -> scalar_t {
@@ -173,15 +190,21 @@ void loss_none_into(const at::Tensor& self, const at::Tensor& target, double bet
 
 void grad_into(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double beta,
                double norm, at::Tensor& out) {
-  auto iter = at::TensorIteratorConfig()
-                  .add_output(out)
-                  .add_const_input(grad_output)
-                  .add_const_input(self)
-                  .add_const_input(target)
-                  .build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "smooth_l1_loss_backward_cpu", [&] {
     using opmath_t = at::opmath_type<scalar_t>;
     const Grad<opmath_t> f(beta, norm);
+    if (grad_output.numel() == 1) {
+      const GradOfOne<opmath_t> one{f, static_cast<opmath_t>(grad_output.const_data_ptr<scalar_t>()[0])};
+      if (cpu::run_dense<scalar_t>(out, one, self, target)) return;
+    } else if (cpu::run_dense<scalar_t>(out, f, grad_output, self, target)) {
+      return;
+    }
+    auto iter = at::TensorIteratorConfig()
+                    .add_output(out)
+                    .add_const_input(grad_output)
+                    .add_const_input(self)
+                    .add_const_input(target)
+                    .build();
     at::native::cpu_kernel_vec(
         iter,
         [f](scalar_t g, scalar_t a, scalar_t b) -> scalar_t {

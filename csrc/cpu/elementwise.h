@@ -1,0 +1,334 @@
+// The elementwise driver of the CPU kernels (elu, smooth_l1): out = op(in...)
+// over operands of one dtype, every element through the same
+// at::vec::Vectorized formula whatever its position, layout or thread.
+//
+// - run_dense: operands dense with the output's sizes and strides (a
+//   contiguous or channels_last tensor and the empty_like made for it): one
+//   flat loop over memory, split with at::parallel_for, without building a
+//   TensorIterator (which costs more than the arithmetic on a small tensor).
+// - run: any operands over an at::TensorIterator (any shape up to 8 dims,
+//   0-dim, empty, arbitrary strides, without copies); strided runs are
+//   gathered into a small block, computed like a dense one, and scattered.
+// - The last partial block of a run uses partial loads and stores instead of
+//   a scalar loop, so results do not depend on strides, alignment or the
+//   number of threads.
+// - Ops with a costly branch (Op::kCompact; see elu.cpp) evaluate it, on
+//   AVX-512, only for the lanes that take it (apply_compacted).
+// - A dense pass over more memory than the last-level cache holds writes its
+//   output with non-temporal stores (stream_stores).
+//
+// An Op maps opmath vectors (float32 for half/bfloat16, widened and rounded
+// once) to an opmath vector: Vectorized<opmath> operator()(const
+// Vectorized<opmath>&...).
+#pragma once
+
+#include "cpu/cpu_utils.h"
+
+#include <ATen/OpMathType.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/cpu/vec/functional.h>
+#include <ATen/cpu/vec/vec.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <tuple>
+#include <type_traits>
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+#include <immintrin.h>
+#endif
+
+namespace torch_aclnn::cpu {
+
+using at::vec::Vectorized;
+
+// Whether Op says it has a costly branch to compact (Op::kCompact).
+template <typename Op>
+constexpr bool compacts() {
+  if constexpr (requires { Op::kCompact; }) {
+    return Op::kCompact;
+  } else {
+    return false;
+  }
+}
+
+// Non-temporal ("streaming") stores write whole cache lines to memory
+// without first reading them into the cache (a normal store's line fill) and
+// without evicting the inputs: a pass whose operands do not fit in the cache
+// moves a quarter less memory for two inputs and one output. On data that
+// fits in the cache they are slower (the next reader misses). Measured on the
+// Zen 4 VM the benchmarks run on, out = a * b in float32, 2 threads, against
+// plain vector stores: 2M elements (24 MiB of operands) 0.29 -> 0.34 ms, 4M
+// (48 MiB) 1.04-1.15 -> 0.77-0.82 ms, 32M 12.4-12.7 -> 9.7-10.2 ms. So a
+// dense pass streams when its operands together hold at least the
+// last-level cache's size (TORCH_ACLNN_STREAM_BYTES overrides it: a byte
+// count, 0 for every pass). Needs AVX-512 or AVX2.
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+constexpr bool kCanStream = true;
+#else
+constexpr bool kCanStream = false;
+#endif
+
+inline bool stream_stores(int64_t operand_bytes) {
+  static const int64_t threshold = [] {
+    if (const char* env = std::getenv("TORCH_ACLNN_STREAM_BYTES")) return static_cast<int64_t>(std::atoll(env));
+    return last_level_cache_bytes();
+  }();
+  return kCanStream && operand_bytes >= threshold;
+}
+
+// v stored to p, with a non-temporal store when `stream` (p 64-byte aligned).
+template <typename V, typename scalar_t>
+C10_ALWAYS_INLINE void store_vector(const V& v, scalar_t* p, bool stream) {
+#if defined(CPU_CAPABILITY_AVX512)
+  if (stream) {
+    static_assert(sizeof(V) == 64);
+    __m512i bits;
+    std::memcpy(&bits, &v, 64);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p), bits);
+    return;
+  }
+#elif defined(CPU_CAPABILITY_AVX2)
+  if (stream) {
+    static_assert(sizeof(V) == 32);
+    __m256i bits;
+    std::memcpy(&bits, &v, 32);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), bits);
+    return;
+  }
+#endif
+  v.store(p);
+}
+
+// Orders this thread's non-temporal stores before whatever follows (they are
+// weakly ordered): called at the end of each parallel chunk that streamed.
+inline void stream_fence() {
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+  _mm_sfence();
+#endif
+}
+
+// out[0:n] = op(in...[0:n]) for n <= Vectorized<scalar_t>::size() contiguous
+// elements; half/bfloat16 lanes are widened to float32 and rounded once. A
+// full block is stored with a non-temporal store when `stream`.
+template <typename scalar_t, typename Op, typename... In>
+C10_ALWAYS_INLINE void apply_block(const Op& op, scalar_t* out, int64_t n, bool stream, const In*... in) {
+  using V = Vectorized<scalar_t>;
+  const bool full = n == V::size();
+  auto load = [&](const scalar_t* p) { return full ? V::loadu(p) : V::loadu(p, n); };
+  V r;
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    auto widen = [&](const scalar_t* p) { return at::vec::convert_to_float<scalar_t>(load(p)); };
+    auto lanes = std::make_tuple(widen(in)...);
+    auto lo = std::apply([&](auto&... t) { return op(std::get<0>(t)...); }, lanes);
+    auto hi = std::apply([&](auto&... t) { return op(std::get<1>(t)...); }, lanes);
+    r = at::vec::convert_from_float<scalar_t>(lo, hi);
+  } else {
+    r = op(load(in)...);
+  }
+  if (full) {
+    store_vector(r, out, stream);
+  } else {
+    r.store(out, n);
+  }
+}
+
+#if defined(CPU_CAPABILITY_AVX512)
+// The float32 vectors of K = Vectorized<scalar_t>::size() contiguous elements
+// (half/bfloat16: two, widened), and back (rounded once).
+template <typename scalar_t>
+C10_ALWAYS_INLINE auto float_vectors(const scalar_t* p) {
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    const auto [lo, hi] = at::vec::convert_to_float<scalar_t>(Vectorized<scalar_t>::loadu(p));
+    return std::array<Vectorized<float>, 2>{lo, hi};
+  } else {
+    return std::array<Vectorized<float>, 1>{Vectorized<float>::loadu(p)};
+  }
+}
+
+template <typename scalar_t, size_t m>
+C10_ALWAYS_INLINE void store_float_vectors(scalar_t* p, const std::array<Vectorized<float>, m>& v, bool stream) {
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    store_vector(at::vec::convert_from_float<scalar_t>(v[0], v[1]), p, stream);
+  } else {
+    store_vector(v[0], p, stream);
+  }
+}
+
+// out[0:n] = op(in...[0:n]) for ops with a costly branch (kCompact), float32
+// opmath, AVX-512: blocks of kBlock elements in three passes. (1) The
+// branch's arguments of the lanes that take it are packed side by side
+// (vcompressps) into a buffer; (2) the costly function runs over the packed
+// buffer only, a whole vector at a time; (3) its values are unpacked back to
+// their lanes (vexpandps) and finished. The same function of the same
+// argument, lane by lane, as op(), so bitwise the same; with random signs it
+// evaluates about half as many vectors. Returns the number of elements done
+// (whole blocks); apply_dense does the rest.
+//
+// The op exposes the branch's parts: neg_lanes (bit l set where lane l takes
+// it), arg (the costly function's argument), costly (the function) and
+// finish (the result from its value, whatever it holds in the other lanes),
+// with operator() equal to finish(costly(arg)).
+template <typename scalar_t, typename Op, typename... In>
+int64_t apply_compacted(const Op& op, scalar_t* out, int64_t n, bool stream, const In*... in) {
+  using fVec = Vectorized<float>;
+  constexpr int64_t K = Vectorized<scalar_t>::size(), F = fVec::size();
+  constexpr size_t H = K / F;  // float vectors per vector of scalar_t
+  // Block length, measured on AVX-512 (Zen 4, 2 threads, 32M elements and
+  // 128K in cache): float32 with 1024 ran 5-10% slower than aten on DRAM-sized
+  // tensors (memory and exps in turn, too little overlap), with 256 level with
+  // or faster than it; bfloat16 with 256 lost most of its gain (in cache 0.71
+  // against 0.55 ns per element with 1024).
+  constexpr int64_t kBlock = sizeof(scalar_t) == 4 ? 256 : 1024;
+  alignas(64) float packed[kBlock + F];
+  // Every input's float vectors at element i; f applied to the h-th of each.
+  const auto load = [&](int64_t i) { return std::make_tuple(float_vectors(in + i)...); };
+  const auto apply = [](const auto& lanes, size_t h, const auto& f) {
+    return std::apply([&](const auto&... v) { return f(v[h]...); }, lanes);
+  };
+  const auto neg_lanes = [&](const auto&... v) { return static_cast<__mmask16>(op.neg_lanes(v...)); };
+  const auto arg = [&](const auto&... v) { return op.arg(v...); };
+  int64_t done = 0;
+  for (; done + kBlock <= n; done += kBlock) {
+    int64_t count = 0;
+    for (int64_t i = done; i < done + kBlock; i += K) {
+      const auto lanes = load(i);
+      for (size_t h = 0; h < H; ++h) {
+        const __mmask16 mask = apply(lanes, h, neg_lanes);
+        _mm512_storeu_ps(packed + count, _mm512_maskz_compress_ps(mask, apply(lanes, h, arg)));
+        count += _mm_popcnt_u32(mask);
+      }
+    }
+    fVec(0.0f).store(packed + count);  // the last packed vector's lanes past count: defined values
+    for (int64_t j = 0; j < count; j += F) Op::costly(fVec::loadu(packed + j)).store(packed + j);
+    int64_t next = 0;
+    for (int64_t i = done; i < done + kBlock; i += K) {
+      const auto lanes = load(i);
+      std::array<fVec, H> result;
+      for (size_t h = 0; h < H; ++h) {
+        const __mmask16 mask = apply(lanes, h, neg_lanes);
+        const fVec e = _mm512_maskz_expand_ps(mask, _mm512_loadu_ps(packed + next));
+        next += _mm_popcnt_u32(mask);
+        result[h] = apply(lanes, h, [&](const auto&... v) { return op.finish(e, v...); });
+      }
+      store_float_vectors(out + i, result, stream);
+    }
+  }
+  return done;
+}
+#endif
+
+// out[0:n] = op(in...[0:n]) over n contiguous elements, block by block. With
+// `stream`, the elements before out's first 64-byte boundary go first (a
+// partial block), so that every full block after them is aligned for its
+// non-temporal store.
+template <typename scalar_t, typename Op, typename... In>
+C10_ALWAYS_INLINE void apply_dense(const Op& op, scalar_t* out, int64_t n, bool stream, const In*... in) {
+  constexpr int64_t K = Vectorized<scalar_t>::size();
+  int64_t i = 0;
+  if (stream) {
+    const auto misaligned = reinterpret_cast<uintptr_t>(out) % 64;
+    if (misaligned % sizeof(scalar_t) != 0) {
+      stream = false;
+    } else if (misaligned != 0) {
+      // Less than 64 bytes: one partial block (AVX-512) or up to two (AVX2).
+      const int64_t head = std::min<int64_t>(n, static_cast<int64_t>((64 - misaligned) / sizeof(scalar_t)));
+      for (; i < head; i += K) apply_block(op, out + i, std::min(K, head - i), false, (in + i)...);
+      i = head;
+    }
+  }
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (compacts<Op>() && std::is_same_v<at::opmath_type<scalar_t>, float>) {
+    i += apply_compacted(op, out + i, n - i, stream, (in + i)...);
+  }
+#endif
+  for (; i < n; i += K) apply_block(op, out + i, std::min(K, n - i), stream, (in + i)...);
+}
+
+// Runs op over iter (output 0, inputs 1..nin, all of dtype scalar_t).
+template <typename scalar_t, int nin, typename Op>
+void run(at::TensorIteratorBase& iter, const Op& op) {
+  static_assert(nin == 1 || nin == 2);
+  constexpr int nt = nin + 1;
+  constexpr int64_t K = Vectorized<scalar_t>::size();
+  constexpr int64_t es = sizeof(scalar_t);
+  auto loop = [&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
+    char* ptr[nt];
+    std::copy(data, data + nt, ptr);
+    const int64_t* outer = strides + nt;
+    bool dense = true;
+    for (int k = 0; k < nt; ++k) dense = dense && strides[k] == es;
+    for (int64_t j = 0; j < n1; ++j) {
+      auto* out = reinterpret_cast<scalar_t*>(ptr[0]);
+      const auto* a = reinterpret_cast<const scalar_t*>(ptr[1]);
+      const auto* b = reinterpret_cast<const scalar_t*>(ptr[nt - 1]);
+      if (dense) {
+        if constexpr (nin == 1) {
+          apply_dense(op, out, n0, false, a);
+        } else {
+          apply_dense(op, out, n0, false, a, b);
+        }
+      } else {
+        // Gather a block of each operand, compute it like a dense one, scatter.
+        scalar_t buf[nt][K];
+        for (int64_t i = 0; i < n0; i += K) {
+          const int64_t n = std::min(K, n0 - i);
+          for (int k = 1; k < nt; ++k) {
+            const char* p = ptr[k] + i * strides[k];
+            for (int64_t l = 0; l < n; ++l) buf[k][l] = *reinterpret_cast<const scalar_t*>(p + l * strides[k]);
+          }
+          if constexpr (nin == 1) {
+            apply_block(op, buf[0], n, false, static_cast<const scalar_t*>(buf[1]));
+          } else {
+            apply_block(op, buf[0], n, false, static_cast<const scalar_t*>(buf[1]),
+                        static_cast<const scalar_t*>(buf[2]));
+          }
+          char* p = ptr[0] + i * strides[0];
+          for (int64_t l = 0; l < n; ++l) *reinterpret_cast<scalar_t*>(p + l * strides[0]) = buf[0][l];
+        }
+      }
+      for (int k = 0; k < nt; ++k) ptr[k] += outer[k];
+    }
+  };
+  iter.for_each(loop);
+}
+
+// When every operand is non-overlapping and dense with the output's sizes and
+// strides: one flat loop over memory. The same formula block by block as
+// run(), lane by lane, so the results are identical. Returns false (nothing
+// done) otherwise.
+template <typename scalar_t, typename Op, typename... In>
+bool run_dense(at::Tensor& out, const Op& op, const In&... in) {
+  if (!out.is_non_overlapping_and_dense() ||
+      !((in.sizes() == out.sizes() && in.strides() == out.strides()) && ...)) {
+    return false;
+  }
+  scalar_t* o = out.mutable_data_ptr<scalar_t>();
+  const auto inputs = std::make_tuple(in.template const_data_ptr<scalar_t>()...);
+  // Not for half/bfloat16 ops that compact a costly branch: those are bound
+  // by their exps, and streaming their stores measured slower (bfloat16
+  // elu_backward out=, 32M elements, 2 threads: 9.4-10.1 -> 10.7-10.8 ms;
+  // float32: 14.1-19.2 -> 10.9-13.4 ms, aten 12.5-17 in those runs).
+  constexpr bool kStreamable = !(compacts<Op>() && c10::is_reduced_floating_point_v<scalar_t>);
+  const bool stream = kStreamable && stream_stores(out.numel() * static_cast<int64_t>(sizeof(scalar_t)) *
+                                                   static_cast<int64_t>(1 + sizeof...(In)));
+  at::parallel_for(0, out.numel(), kGrainSize, [&](int64_t b, int64_t e) {
+    std::apply([&](const auto*... x) { apply_dense(op, o + b, e - b, stream, (x + b)...); }, inputs);
+    if (stream) stream_fence();
+  });
+  return true;
+}
+
+// out = op(in...): run_dense when it applies, else run over a TensorIterator.
+template <typename scalar_t, typename Op, typename... In>
+void run_elementwise(at::Tensor& out, const Op& op, const In&... in) {
+  if (run_dense<scalar_t>(out, op, in...)) return;
+  at::TensorIteratorConfig config;
+  config.resize_outputs(false).add_output(out);
+  (config.add_const_input(in), ...);
+  auto iter = config.build();
+  run<scalar_t, sizeof...(In)>(iter, op);
+}
+
+}  // namespace torch_aclnn::cpu

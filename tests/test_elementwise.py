@@ -1,0 +1,91 @@
+"""The elementwise driver shared by elu and smooth_l1 (csrc/cpu/elementwise.h).
+
+A dense pass over more memory than the last-level cache holds writes its
+output with non-temporal stores, after a partial block up to the output's
+first 64-byte boundary. Those stores must not change a single bit: the same
+calls with every pass streamed (TORCH_ACLNN_STREAM_BYTES=0, read once at
+start-up, hence subprocesses) and with none streamed give identical results,
+for outputs at every alignment, lengths around the vector width, every
+floating dtype, 1 and 2 threads, and each CPU kernel variant this machine
+can run."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_aclnn  # noqa: F401
+
+ops = torch.ops.torch_aclnn
+
+SCRIPT = r"""
+import sys
+import torch
+import torch_aclnn  # noqa: F401
+ops = torch.ops.torch_aclnn
+torch.manual_seed(0)
+results = []
+for threads in (1, 2):
+    torch.set_num_threads(threads)
+    for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+        for n in (1, 15, 33, 100, 1000, 4099, 70001):
+            g, x, t = (torch.randn(n).to(dtype) for _ in range(3))
+            for shift in (0, 1, 3):  # the result at an element offset: not 64-byte aligned
+                def out():
+                    return torch.full((n + shift,), float("nan"), dtype=dtype)[shift:]
+                results.append(ops.elu(x, 1.0, 1.0, 1.0))
+                for is_result in (False, True):
+                    results.append(ops.elu_backward(g, 1.0, 1.0, 1.0, is_result, x))
+                    o = out()
+                    ops.elu_backward.grad_input(g, 1.0, 1.0, 1.0, is_result, x, grad_input=o)
+                    results.append(o)
+                results.append(ops.smooth_l1_loss(x, t, 0, 1.0))
+                o = out()
+                ops.smooth_l1_loss_backward.grad_input(g, x, t, 0, 1.0, grad_input=o)
+                results.append(o)
+                o = out()
+                ops.smooth_l1_loss_backward.grad_input(g[0].clone().reshape(()), x, t, 1, 0.5, grad_input=o)
+                results.append(o)
+torch.save([r.view(torch.int16 if r.element_size() == 2 else torch.int32 if r.element_size() == 4 else torch.int64)
+            for r in results], sys.argv[1])
+"""
+
+_VARIANTS = {"AVX512": [None, "avx2"], "AVX2": [None]}.get(torch.backends.cpu.get_cpu_capability(), [None])
+
+
+def _run(tmp_path, name, stream_bytes, isa):
+    env = dict(os.environ, TORCH_ACLNN_STREAM_BYTES=str(stream_bytes))
+    if isa is not None:
+        env["ATEN_CPU_CAPABILITY"] = isa
+    path = tmp_path / f"{name}.pt"
+    r = subprocess.run([sys.executable, "-c", SCRIPT, str(path)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return torch.load(path)
+
+
+@pytest.mark.parametrize("isa", _VARIANTS, ids=lambda v: v or "native")
+def test_streaming_stores_change_no_bit(tmp_path, isa):
+    streamed = _run(tmp_path, "streamed", 0, isa)
+    plain = _run(tmp_path, "plain", 2 ** 62, isa)
+    assert len(streamed) == len(plain) > 0
+    for i, (a, b) in enumerate(zip(streamed, plain)):
+        assert torch.equal(a, b), i
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_pass_larger_than_the_cache(dtype):
+    """8M elements (96 MiB of float32 operands, more than this machine's
+    last-level cache: streamed by default) against the same calls on strided
+    inputs, which take the TensorIterator path and never stream: identical."""
+    n = 8 << 20
+    g, x, t = (torch.randn(n).to(dtype) for _ in range(3))
+    strided = [torch.empty(2 * n, dtype=dtype)[::2].copy_(v) for v in (g, x, t)]
+    dense = (ops.elu_backward(g, 1.0, 1.0, 1.0, False, x), ops.elu_backward(g, 1.0, 1.0, 1.0, True, x),
+             ops.smooth_l1_loss_backward(g, x, t, 0, 1.0), ops.smooth_l1_loss(x, t, 0, 1.0))
+    sg, sx, st = strided
+    loose = (ops.elu_backward(sg, 1.0, 1.0, 1.0, False, sx), ops.elu_backward(sg, 1.0, 1.0, 1.0, True, sx),
+             ops.smooth_l1_loss_backward(sg, sx, st, 0, 1.0), ops.smooth_l1_loss(sx, st, 0, 1.0))
+    for i, (a, b) in enumerate(zip(dense, loose)):
+        assert torch.equal(a, b), i
