@@ -56,7 +56,7 @@ fuzz: build
 # adversarial set's unallocatable sizes fail as in a normal build.
 ASAN_DIR  ?= build/asan
 ASAN_TESTS ?= tests/test_common.py tests/test_adversarial.py tests/test_upsample.py tests/test_elu.py \
-	tests/test_max_unpool.py tests/test_elementwise.py -k "reference or contract_error or adversarial or long_rows \
+	tests/test_max_unpool.py tests/test_streaming.py -k "reference or contract_error or adversarial or long_rows \
 	or vector_and_tail or halving or empty_depth or packed_lanes or window or (streaming and native) \
 	or larger_than_the_cache"
 # Only the CPU kernels of the instruction set the loader picks on this machine

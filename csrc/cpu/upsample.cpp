@@ -8,6 +8,7 @@
 #include "common/out.h"
 #include "contracts/upsample.h"
 #include "cpu/cpu_utils.h"
+#include "cpu/elementwise.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/MemoryOverlap.h>
@@ -407,6 +408,17 @@ C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi) {
   }
 }
 
+// store_pair with non-temporal stores (p 64-byte aligned).
+template <typename scalar_t, typename aVec>
+C10_ALWAYS_INLINE void store_pair_stream(scalar_t* p, const aVec& lo, const aVec& hi) {
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    cpu::store_vector(at::vec::convert_from_float<scalar_t>(lo, hi), p, true);
+  } else {
+    cpu::store_vector(lo, p, true);
+    cpu::store_vector(hi, p + aVec::size(), true);
+  }
+}
+
 // The first n (0 <= n <= 2K) of 2K consecutive elements as two opmath
 // vectors, the lanes past n +0.0 (nothing past n is read); and the first n
 // lanes of two opmath vectors stored, rounded once (nothing past n written).
@@ -502,7 +514,7 @@ C10_ALWAYS_INLINE auto load_even_odd(const scalar_t* p) {
 // rounded once. The last iW % 2K elements, in the same order, K at a time
 // with partial loads and stores (a narrow row is all tail).
 template <typename scalar_t>
-void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t iW) {
+void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t iW, bool stream) {
   using acc_t = at::opmath_type<scalar_t>;
   using aVec = at::vec::Vectorized<acc_t>;
   constexpr int64_t K = aVec::size();
@@ -520,7 +532,11 @@ void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t i
         a1 = a1 + odd1;
       }
     }
-    store_pair(dst + k, a0, a1);
+    if (stream) {
+      store_pair_stream(dst + k, a0, a1);
+    } else {
+      store_pair(dst + k, a0, a1);
+    }
   }
   for (; k < iW; k += K) {  // the last < 2K: K at a time, partial loads and stores
     const int64_t n = std::min(K, iW - k);
@@ -709,6 +725,11 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
     // One grad_input row (n, c, i, j, :) at a time: for each (d, h) of its
     // window, fold grad_output row (d, h) into it along W.
     const RowFold fold = make_row_fold(ww, iW, oW);
+    // Non-temporal stores (cpu/elementwise.h) for the x2 fold's whole blocks
+    // when grad_output and grad_input together exceed the last-level cache and
+    // every row starts on a 64-byte boundary (so every block of 2K does).
+    const bool stream = cpu::stream_stores(go.nbytes() + gi.nbytes()) &&
+                        reinterpret_cast<uintptr_t>(o) % 64 == 0 && (iW * sizeof(scalar_t)) % 64 == 0;
     if (fold.halved && max_window(wd) <= 1 && max_window(wh) <= 1) {
       halved_rows<scalar_t>(g, o, a, wd, wh, fold.phase, N * C);
       return;
@@ -743,7 +764,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
         scalar_t* dst = o + r * iW;
         const Window2 win{g + nc * oD * oH * oW, wd.lo[i], wd.hi[i], wh.lo[j], wh.hi[j], oH, oW};
         if (fold.uniform == 2) {
-          fold_by_2(dst, win, iW);
+          fold_by_2(dst, win, iW, stream);
           continue;
         }
         if (fold.halved && win.d1 - win.d0 == 1 && win.h1 - win.h0 == 1) {
@@ -768,6 +789,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
         }
       }
       clear_zeros(e);
+      if (stream) cpu::stream_fence();
     });
   } else {
     // channels_last_3d: one row of pixels (n, i, j, :, :) at a time, C

@@ -1,13 +1,14 @@
-"""The elementwise driver shared by elu and smooth_l1 (csrc/cpu/elementwise.h).
+"""Non-temporal ("streaming") stores: the elementwise driver shared by elu
+and smooth_l1 (csrc/cpu/elementwise.h) and the upsample backward's x2 fold
+write with them when their operands exceed the last-level cache.
 
-A dense pass over more memory than the last-level cache holds writes its
-output with non-temporal stores, after a partial block up to the output's
-first 64-byte boundary. Those stores must not change a single bit: the same
-calls with every pass streamed (TORCH_ACLNN_STREAM_BYTES=0, read once at
-start-up, hence subprocesses) and with none streamed give identical results,
-for outputs at every alignment, lengths around the vector width, every
-floating dtype, 1 and 2 threads, and each CPU kernel variant this machine
-can run."""
+Those stores must not change a single bit: the same calls with every pass
+streamed (TORCH_ACLNN_STREAM_BYTES=0, read once at start-up, hence
+subprocesses) and with none streamed give identical results, for outputs at
+every alignment, lengths around the vector width, every floating dtype, 1 and
+2 threads, and each CPU kernel variant this machine can run. The elementwise
+driver first writes a partial block up to the output's first 64-byte
+boundary; the fold streams only rows that start on one."""
 import os
 import subprocess
 import sys
@@ -47,6 +48,20 @@ for threads in (1, 2):
                 o = out()
                 ops.smooth_l1_loss_backward.grad_input(g[0].clone().reshape(()), x, t, 1, 0.5, grad_input=o)
                 results.append(o)
+# upsample backward, W up-scaled by exactly 2: rows of 16 / 32 elements (64-byte multiples in
+# float32 / bfloat16) stream, 24 do not; functional and out=, the latter also misaligned
+for threads in (1, 2):
+    torch.set_num_threads(threads)
+    for dtype in (torch.float32, torch.bfloat16, torch.float64):
+        for iw in (16, 24, 32, 64):
+            insz, out_size = [2, 3, 4, 5, iw], [8, 10, 2 * iw]
+            g = torch.randn(2, 3, *out_size).to(dtype)
+            for ours in (ops.upsample_nearest3d_backward, ops.upsample_nearest_exact3d_backward):
+                results.append(ours(g, out_size, insz))
+                for shift in (0, 1):
+                    o = torch.full((2 * 3 * 4 * 5 * iw + shift,), float("nan"), dtype=dtype)[shift:].view(insz)
+                    ours.grad_input(g, out_size, insz, grad_input=o)
+                    results.append(o)
 torch.save([r.view(torch.int16 if r.element_size() == 2 else torch.int32 if r.element_size() == 4 else torch.int64)
             for r in results], sys.argv[1])
 """
