@@ -1,6 +1,7 @@
 """Non-temporal ("streaming") stores: the elementwise driver shared by elu
-and smooth_l1 (csrc/cpu/elementwise.h) and the upsample backward's x2 fold
-write with them when their operands exceed the last-level cache.
+and smooth_l1 (csrc/cpu/elementwise.h), the upsample backward's x2 fold and
+its channels_last_3d pixel-vector rows write with them when their operands
+exceed the last-level cache.
 
 Those stores must not change a single bit: the same calls with every pass
 streamed (TORCH_ACLNN_STREAM_BYTES=0, read once at start-up, hence
@@ -8,7 +9,8 @@ subprocesses) and with none streamed give identical results, for outputs at
 every alignment, lengths around the vector width, every floating dtype, 1 and
 2 threads, and each CPU kernel variant this machine can run. The elementwise
 driver first writes a partial block up to the output's first 64-byte
-boundary; the fold streams only rows that start on one."""
+boundary; the x2 fold and the channels_last_3d rows of one vector of
+channels per pixel stream only rows that start on one."""
 import os
 import subprocess
 import sys
@@ -62,6 +64,19 @@ for threads in (1, 2):
                     o = torch.full((2 * 3 * 4 * 5 * iw + shift,), float("nan"), dtype=dtype)[shift:].view(insz)
                     ours.grad_input(g, out_size, insz, grad_input=o)
                     results.append(o)
+# channels_last_3d upsample backward with one vector of channels per pixel (8 or 16 channels:
+# AVX2 / AVX-512), W up-scaled by 2 or 1.5, odd and even widths
+for threads in (1, 2):
+    torch.set_num_threads(threads)
+    for dtype in (torch.float32, torch.bfloat16):
+        for channels in (8, 16):
+            for iw, ow in ((4, 8), (5, 10), (6, 9), (3, 4)):
+                insz, out_size = [2, channels, 3, 4, iw], [6, 8, ow]
+                g = torch.randn(2, channels, *out_size).to(dtype).contiguous(memory_format=torch.channels_last_3d)
+                results.append(ops.upsample_nearest3d_backward(g, out_size, insz).contiguous())
+                o = torch.full(insz, float("nan"), dtype=dtype).contiguous(memory_format=torch.channels_last_3d)
+                ops.upsample_nearest3d_backward.grad_input(g, out_size, insz, grad_input=o)
+                results.append(o.contiguous())
 torch.save([r.view(torch.int16 if r.element_size() == 2 else torch.int32 if r.element_size() == 4 else torch.int64)
             for r in results], sys.argv[1])
 """

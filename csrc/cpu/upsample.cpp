@@ -573,13 +573,20 @@ void pixel_vector_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Wind
   const int64_t iD = a.in[0], iH = a.in[1], iW = a.in[2];
   const int64_t oD = a.out[0], oH = a.out[1], oW = a.out[2];
   const int64_t sizes[3] = {N, iD, iH};
+  // Rows of whole 64-byte lines, on 64-byte boundaries, when grad_output and
+  // grad_input exceed the last-level cache: accumulate in the float32 row
+  // (float32 too) and write it out with non-temporal stores (cpu/elementwise.h).
+  const int64_t row_bytes = iW * C * static_cast<int64_t>(sizeof(scalar_t));
+  const bool stream = cpu::stream_stores((N * oD * oH * oW + N * iD * iH * iW) * C * sizeof(scalar_t)) &&
+                      reinterpret_cast<uintptr_t>(o) % 64 == 0 && row_bytes % 64 == 0;
+  const bool in_place = kAccInPlace && !stream;
   at::parallel_for(0, N * iD * iH, grain, [&](int64_t b, int64_t e) {
     // The float32 row starts 2 KiB (mod 4 KiB) away from grad_output's
     // rows: its stores and the row's loads advance together, and equal
     // addresses modulo 4 KiB would stall the loads (4K aliasing).
-    std::vector<acc_t> storage(kAccInPlace ? 0 : iW * C + 4096 / sizeof(acc_t));
+    std::vector<acc_t> storage(in_place ? 0 : iW * C + 4096 / sizeof(acc_t));
     acc_t* buffer = storage.data();
-    if constexpr (!kAccInPlace) {
+    if (!in_place) {
       buffer += (reinterpret_cast<uintptr_t>(g) + 2048 - reinterpret_cast<uintptr_t>(buffer)) % 4096 / sizeof(acc_t);
     }
     int64_t idx[3];
@@ -587,7 +594,7 @@ void pixel_vector_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Wind
     for (int64_t r = b; r < e; ++r, advance<3>(sizes, idx)) {
       const int64_t n = idx[0], i = idx[1], j = idx[2];
       scalar_t* out_row = o + r * iW * C;
-      acc_t* acc = kAccInPlace ? reinterpret_cast<acc_t*>(out_row) : buffer;
+      acc_t* acc = in_place ? reinterpret_cast<acc_t*>(out_row) : buffer;
       std::fill(acc, acc + iW * C, acc_t(0));
       for (int64_t d = wd.lo[i]; d < wd.hi[i]; ++d) {
         for (int64_t h = wh.lo[j]; h < wh.hi[j]; ++h) {
@@ -599,8 +606,17 @@ void pixel_vector_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Wind
           }
         }
       }
-      if constexpr (!kAccInPlace) at::vec::convert(acc, out_row, iW * C);
+      if (stream) {  // pixel pairs (whole lines: the row starts on a 64-byte boundary), then an odd last pixel
+        int64_t k = 0;
+        for (; k + 2 * C <= iW * C; k += 2 * C) {
+          store_pair_stream(out_row + k, aVec::loadu(acc + k), aVec::loadu(acc + k + C));
+        }
+        at::vec::convert(acc + k, out_row + k, iW * C - k);
+      } else if constexpr (!kAccInPlace) {
+        at::vec::convert(acc, out_row, iW * C);
+      }
     }
+    if (stream) cpu::stream_fence();
   });
 }
 
