@@ -576,8 +576,8 @@ void pixel_vector_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Wind
   // Rows of whole 64-byte lines, on 64-byte boundaries, when grad_output and
   // grad_input exceed the last-level cache: accumulate in the float32 row
   // (float32 too) and write it out with non-temporal stores (cpu/elementwise.h).
-  const int64_t row_bytes = iW * C * static_cast<int64_t>(sizeof(scalar_t));
-  const bool stream = cpu::stream_stores((N * oD * oH * oW + N * iD * iH * iW) * C * sizeof(scalar_t)) &&
+  const int64_t pixel_bytes = C * static_cast<int64_t>(sizeof(scalar_t)), row_bytes = iW * pixel_bytes;
+  const bool stream = cpu::stream_stores((N * oD * oH * oW + N * iD * iH * iW) * pixel_bytes) &&
                       reinterpret_cast<uintptr_t>(o) % 64 == 0 && row_bytes % 64 == 0;
   const bool in_place = kAccInPlace && !stream;
   at::parallel_for(0, N * iD * iH, grain, [&](int64_t b, int64_t e) {
@@ -693,8 +693,9 @@ void sparse_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows& w
 // rows are cleared at once by zero_fill) or a single grad_output row spread
 // to every other element (spread_by_2). The rows are walked slice by slice,
 // the source row found from the two window tables alone (the bench's scale
-// 0.5 case, 2 threads, out=: 0.235 -> 0.138 ms with zero_fill; the generic
-// row loop spent more on each row's bookkeeping than on its 256 bytes).
+// 0.5 case, float32, 2 threads, out=, alternating builds: 0.245-0.35 ->
+// 0.147-0.257 ms with zero_fill; the generic row loop spent more on each
+// row's bookkeeping than on its 256 bytes, and memset more than the rows).
 template <typename scalar_t>
 void halved_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows& wd, const Windows& wh, int64_t phase,
                  int64_t planes) {
