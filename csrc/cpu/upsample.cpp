@@ -398,24 +398,14 @@ C10_ALWAYS_INLINE auto load_pair(const scalar_t* p) {
   }
 }
 
+// With `stream`, non-temporal stores (p 64-byte aligned; cpu::store_vector).
 template <typename scalar_t, typename aVec>
-C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi) {
+C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi, bool stream = false) {
   if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
-    at::vec::convert_from_float<scalar_t>(lo, hi).store(p);
+    cpu::store_vector(at::vec::convert_from_float<scalar_t>(lo, hi), p, stream);
   } else {
-    lo.store(p);
-    hi.store(p + aVec::size());
-  }
-}
-
-// store_pair with non-temporal stores (p 64-byte aligned).
-template <typename scalar_t, typename aVec>
-C10_ALWAYS_INLINE void store_pair_stream(scalar_t* p, const aVec& lo, const aVec& hi) {
-  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
-    cpu::store_vector(at::vec::convert_from_float<scalar_t>(lo, hi), p, true);
-  } else {
-    cpu::store_vector(lo, p, true);
-    cpu::store_vector(hi, p + aVec::size(), true);
+    cpu::store_vector(lo, p, stream);
+    cpu::store_vector(hi, p + aVec::size(), stream);
   }
 }
 
@@ -532,11 +522,7 @@ void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t i
         a1 = a1 + odd1;
       }
     }
-    if (stream) {
-      store_pair_stream(dst + k, a0, a1);
-    } else {
-      store_pair(dst + k, a0, a1);
-    }
+    store_pair(dst + k, a0, a1, stream);
   }
   for (; k < iW; k += K) {  // the last < 2K: K at a time, partial loads and stores
     const int64_t n = std::min(K, iW - k);
@@ -609,7 +595,7 @@ void pixel_vector_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Wind
       if (stream) {  // pixel pairs (whole lines: the row starts on a 64-byte boundary), then an odd last pixel
         int64_t k = 0;
         for (; k + 2 * C <= iW * C; k += 2 * C) {
-          store_pair_stream(out_row + k, aVec::loadu(acc + k), aVec::loadu(acc + k + C));
+          store_pair(out_row + k, aVec::loadu(acc + k), aVec::loadu(acc + k + C), true);
         }
         at::vec::convert(acc + k, out_row + k, iW * C - k);
       } else if constexpr (!kAccInPlace) {
@@ -742,15 +728,15 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
     // One grad_input row (n, c, i, j, :) at a time: for each (d, h) of its
     // window, fold grad_output row (d, h) into it along W.
     const RowFold fold = make_row_fold(ww, iW, oW);
+    if (fold.halved && max_window(wd) <= 1 && max_window(wh) <= 1) {
+      halved_rows<scalar_t>(g, o, a, wd, wh, fold.phase, N * C);
+      return;
+    }
     // Non-temporal stores (cpu/elementwise.h) for the x2 fold's whole blocks
     // when grad_output and grad_input together exceed the last-level cache and
     // every row starts on a 64-byte boundary (so every block of 2K does).
     const bool stream = cpu::stream_stores(go.nbytes() + gi.nbytes()) &&
                         reinterpret_cast<uintptr_t>(o) % 64 == 0 && (iW * sizeof(scalar_t)) % 64 == 0;
-    if (fold.halved && max_window(wd) <= 1 && max_window(wh) <= 1) {
-      halved_rows<scalar_t>(g, o, a, wd, wh, fold.phase, N * C);
-      return;
-    }
     const int64_t sizes[4] = {N * C, iD, iH, 1};
     const int64_t rows = N * C * iD * iH;
     const int64_t cost = std::max<int64_t>(iW, oD * oH * oW / std::max<int64_t>(1, iD * iH));
