@@ -49,8 +49,8 @@ inline void advance(const int64_t (&sizes)[nd], int64_t (&idx)[nd]) {
 // vector stores. Not std::memset: glibc clears a run of more than a few KiB
 // with `rep stosb`, which on the AMD Zen 4 the benchmarks run on writes at
 // well under the bandwidth a loop of vector stores reaches (the bench's
-// scale-0.5 upsample backward, 2 threads, out=: 0.235 -> 0.138 ms; a 16 KiB
-// run per zero slice).
+// scale-0.5 upsample backward through halved_rows, 1 thread, out=: 0.42-0.55
+// -> 0.37-0.43 ms; a 16 KiB run per zero slice).
 inline void zero_bytes(void* p, int64_t bytes) {
   using Vec = at::vec::Vectorized<uint8_t>;
   constexpr int64_t L = Vec::size();

@@ -18,7 +18,7 @@
 // each zeroes its part of the output just before scattering into it.
 //
 // Backward (gather): grad_input[n][c][i] = grad_output[n][c][indices[n][c][i]],
-// split over all elements of grad_input in memory order. On AVX-512, 4-byte
+// split over all elements of grad_input in memory order. On AVX-512, 4- and 2-byte
 // elements of dense planes whose indices lie in their 2x2x2 windows (a
 // stride-2 pooling) are picked from grad_output's rows read in order
 // (gather_windows); any other run takes the element gather.
