@@ -101,6 +101,32 @@ def test_backward_halving_all_axes(iw, dtype):
         assert not torch.signbit(got).logical_and(got == 0).any(), ours
 
 
+def _check_single_output_windows(insz, outs, dtype, out_form):
+    """Both modes' backward of grad_output sizes `outs` (every fifth element
+    -0.0) onto `insz`, on 1, 2 and 3 threads: bitwise aten's (bfloat16: its
+    float32 result rounded once); with out_form, also into a NaN-filled
+    grad_input."""
+    bits = torch.int32 if dtype == torch.float32 else torch.int16
+    old = torch.get_num_threads()
+    try:
+        for out in outs:
+            g = make_tensor([*insz[:2], *out], torch.float32, "cpu")
+            g.view(-1)[::5] = -0.0
+            g = g.to(dtype)
+            for ours, theirs in BACKWARDS:
+                want = theirs(g.float(), out, insz).to(dtype)
+                for threads in (1, 2, 3):
+                    torch.set_num_threads(threads)
+                    got = ours(g, out, insz)
+                    assert torch.equal(got.view(bits), want.view(bits)), (out, ours, threads)
+                    if out_form:
+                        gi = torch.full(insz, float("nan"), dtype=dtype)
+                        ours.grad_input(g, out, insz, grad_input=gi)
+                        assert torch.equal(gi.view(bits), want.view(bits)), (out, ours, threads)
+    finally:
+        torch.set_num_threads(old)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("iw", [1, 5, 8, 17, 32])
 def test_backward_narrow_rows_of_single_output_windows(iw, dtype):
@@ -110,23 +136,8 @@ def test_backward_narrow_rows_of_single_output_windows(iw, dtype):
     Bitwise aten's (bfloat16: its float32 result rounded once), -0.0 turned
     into +0.0, on 1, 2 and 3 threads (chunks and 64 KiB blocks end inside
     planes), for nearest and nearest-exact."""
-    insz = [8, 3, 9, 70, iw]
     outs = ([4, 35, max(1, iw // 2)], [9, 70, iw], [5, 31, max(1, int(iw * 0.7))], [1, 1, 1])
-    bits = torch.int32 if dtype == torch.float32 else torch.int16
-    old = torch.get_num_threads()
-    try:
-        for out in outs:
-            g = make_tensor([8, 3, *out], torch.float32, "cpu")
-            g.view(-1)[::5] = -0.0
-            g = g.to(dtype)
-            for ours, theirs in BACKWARDS:
-                want = theirs(g.float(), out, insz).to(dtype)
-                for threads in (1, 2, 3):
-                    torch.set_num_threads(threads)
-                    got = ours(g, out, insz)
-                    assert torch.equal(got.view(bits), want.view(bits)), (out, ours, threads)
-    finally:
-        torch.set_num_threads(old)
+    _check_single_output_windows([8, 3, 9, 70, iw], outs, dtype, out_form=False)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -139,26 +150,8 @@ def test_backward_halving_rows_across_thread_ranges(iw, dtype):
     vector stores. Bitwise aten's (bfloat16: its float32 result rounded once),
     -0.0 turned into +0.0, functional and out= into a NaN-filled result, on
     1, 2 and 3 threads (ranges start and end inside planes and zero runs)."""
-    insz = [2, 3, 5, 37, iw]
     outs = ([5, 37, iw // 2], [2, 20, iw // 2], [3, 11, iw // 2], [1, 1, iw // 2])
-    bits = torch.int32 if dtype == torch.float32 else torch.int16
-    old = torch.get_num_threads()
-    try:
-        for out in outs:
-            g = make_tensor([2, 3, *out], torch.float32, "cpu")
-            g.view(-1)[::5] = -0.0
-            g = g.to(dtype)
-            for ours, theirs in BACKWARDS:
-                want = theirs(g.float(), out, insz).to(dtype)
-                for threads in (1, 2, 3):
-                    torch.set_num_threads(threads)
-                    got = ours(g, out, insz)
-                    assert torch.equal(got.view(bits), want.view(bits)), (out, ours, threads)
-                    gi = torch.full(insz, float("nan"), dtype=dtype)
-                    ours.grad_input(g, out, insz, grad_input=gi)
-                    assert torch.equal(gi.view(bits), want.view(bits)), (out, ours, threads)
-    finally:
-        torch.set_num_threads(old)
+    _check_single_output_windows([2, 3, 5, 37, iw], outs, dtype, out_form=True)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
