@@ -53,6 +53,37 @@ constexpr bool compacts() {
   }
 }
 
+// Bit l set where !(a[l] > b[l]): a <= b or either is NaN. On AVX-512 float
+// one compare into a mask register; otherwise the vector compare's zero lanes.
+template <typename T>
+C10_ALWAYS_INLINE int not_greater_lanes(const Vectorized<T>& a, const Vectorized<T>& b) {
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (std::is_same_v<T, float>) return _mm512_cmp_ps_mask(a, b, _CMP_NGT_UQ);
+#endif
+  return (a > b).zero_mask();
+}
+
+// Chooses, lane by lane, between an op's two branches: `neg` where the lane
+// takes the costly one, `pos` elsewhere. BlendLanes holds the vector compare
+// (the generic op()); MaskLanes the AVX-512 mask the compacted driver keeps
+// from its first pass, so its last pass neither reloads nor compares again.
+template <typename T>
+struct BlendLanes {
+  Vectorized<T> pos_lanes;  // all-ones where the lane takes `pos`
+  Vectorized<T> select(const Vectorized<T>& neg, const Vectorized<T>& pos) const {
+    return Vectorized<T>::blendv(neg, pos, pos_lanes);
+  }
+};
+
+#if defined(CPU_CAPABILITY_AVX512)
+struct MaskLanes {
+  __mmask16 neg_lanes;
+  Vectorized<float> select(const Vectorized<float>& neg, const Vectorized<float>& pos) const {
+    return _mm512_mask_blend_ps(neg_lanes, pos, neg);
+  }
+};
+#endif
+
 // Non-temporal ("streaming") stores write whole cache lines to memory
 // without first reading them into the cache (a normal store's line fill) and
 // without evicting the inputs: a pass whose operands do not fit in the cache
@@ -168,8 +199,10 @@ C10_ALWAYS_INLINE void store_float_vectors(scalar_t* p, const std::array<Vectori
 //
 // The op exposes the branch's parts: neg_lanes (bit l set where lane l takes
 // it), arg (the costly function's argument), costly (the function) and
-// finish (the result from its value, whatever it holds in the other lanes),
-// with operator() equal to finish(costly(arg)).
+// finish (the result from its value, whatever it holds in the other lanes,
+// given a selector of the lanes: BlendLanes or MaskLanes), with operator()
+// equal to finish(costly(arg)). The first pass keeps each vector's mask for
+// the last, which loads only what finish reads.
 template <typename scalar_t, typename Op, typename... In>
 int64_t apply_compacted(const Op& op, scalar_t* out, int64_t n, bool stream, const In*... in) {
   using fVec = Vectorized<float>;
@@ -182,6 +215,7 @@ int64_t apply_compacted(const Op& op, scalar_t* out, int64_t n, bool stream, con
   // against 0.55 ns per element with 1024).
   constexpr int64_t kBlock = sizeof(scalar_t) == 4 ? 256 : 1024;
   alignas(64) float packed[kBlock + F];
+  __mmask16 masks[kBlock / F];
   // Every input's float vectors at element i; f applied to the h-th of each.
   const auto load = [&](int64_t i) { return std::make_tuple(float_vectors(in + i)...); };
   const auto apply = [](const auto& lanes, size_t h, const auto& f) {
@@ -192,25 +226,26 @@ int64_t apply_compacted(const Op& op, scalar_t* out, int64_t n, bool stream, con
   int64_t done = 0;
   for (; done + kBlock <= n; done += kBlock) {
     int64_t count = 0;
+    __mmask16* mask = masks;
     for (int64_t i = done; i < done + kBlock; i += K) {
       const auto lanes = load(i);
-      for (size_t h = 0; h < H; ++h) {
-        const __mmask16 mask = apply(lanes, h, neg_lanes);
-        _mm512_storeu_ps(packed + count, _mm512_maskz_compress_ps(mask, apply(lanes, h, arg)));
-        count += _mm_popcnt_u32(mask);
+      for (size_t h = 0; h < H; ++h, ++mask) {
+        *mask = apply(lanes, h, neg_lanes);
+        _mm512_storeu_ps(packed + count, _mm512_maskz_compress_ps(*mask, apply(lanes, h, arg)));
+        count += _mm_popcnt_u32(*mask);
       }
     }
     fVec(0.0f).store(packed + count);  // the last packed vector's lanes past count: defined values
     for (int64_t j = 0; j < count; j += F) Op::costly(fVec::loadu(packed + j)).store(packed + j);
     int64_t next = 0;
+    mask = masks;
     for (int64_t i = done; i < done + kBlock; i += K) {
       const auto lanes = load(i);
       std::array<fVec, H> result;
-      for (size_t h = 0; h < H; ++h) {
-        const __mmask16 mask = apply(lanes, h, neg_lanes);
-        const fVec e = _mm512_maskz_expand_ps(mask, _mm512_loadu_ps(packed + next));
-        next += _mm_popcnt_u32(mask);
-        result[h] = apply(lanes, h, [&](const auto&... v) { return op.finish(e, v...); });
+      for (size_t h = 0; h < H; ++h, ++mask) {
+        const fVec e = _mm512_maskz_expand_ps(*mask, _mm512_loadu_ps(packed + next));
+        next += _mm_popcnt_u32(*mask);
+        result[h] = apply(lanes, h, [&](const auto&... v) { return op.finish(e, MaskLanes{*mask}, v...); });
       }
       store_float_vectors(out + i, result, stream);
     }

@@ -37,6 +37,8 @@ namespace torch_aclnn::elu {
 namespace {
 
 using at::vec::Vectorized;
+using cpu::BlendLanes;
+using cpu::not_greater_lanes;
 using cpu::run_elementwise;
 
 // ---------------------------------------------------------------------------
@@ -67,15 +69,16 @@ template <typename T>
 struct Forward {
   static constexpr bool kCompact = true;
   Coefs<T> c;
-  int neg_lanes(const Vectorized<T>& x) const { return (x > c.zero).zero_mask(); }
+  int neg_lanes(const Vectorized<T>& x) const { return not_greater_lanes(x, c.zero); }
   Vectorized<T> arg(const Vectorized<T>& x) const { return x * c.negiptcoef; }
   static Vectorized<T> costly(const Vectorized<T>& y) { return y.expm1(); }
-  Vectorized<T> finish(const Vectorized<T>& e, const Vectorized<T>& x) const {
-    return Vectorized<T>::blendv(e * c.negcoef, x * c.poscoef, x > c.zero);
+  template <typename Lanes>
+  Vectorized<T> finish(const Vectorized<T>& e, const Lanes& lanes, const Vectorized<T>& x) const {
+    return lanes.select(e * c.negcoef, x * c.poscoef);
   }
   Vectorized<T> operator()(const Vectorized<T>& x) const {
     if (!neg_lanes(x)) return x * c.poscoef;  // every lane positive: no expm1
-    return finish(costly(arg(x)), x);
+    return finish(costly(arg(x)), BlendLanes<T>{x > c.zero}, x);
   }
 };
 
@@ -97,15 +100,17 @@ template <typename T>
 struct BackwardFromInput {
   static constexpr bool kCompact = true;
   Coefs<T> c;
-  int neg_lanes(const Vectorized<T>&, const Vectorized<T>& x) const { return (x > c.zero).zero_mask(); }
+  int neg_lanes(const Vectorized<T>&, const Vectorized<T>& x) const { return not_greater_lanes(x, c.zero); }
   Vectorized<T> arg(const Vectorized<T>&, const Vectorized<T>& x) const { return x * c.negiptcoef; }
   static Vectorized<T> costly(const Vectorized<T>& y) { return y.exp(); }
-  Vectorized<T> finish(const Vectorized<T>& e, const Vectorized<T>& g, const Vectorized<T>& x) const {
-    return Vectorized<T>::blendv(g * c.negiptcoef * c.negcoef * e, g * c.poscoef, x > c.zero);
+  template <typename Lanes>
+  Vectorized<T> finish(const Vectorized<T>& e, const Lanes& lanes, const Vectorized<T>& g,
+                       const Vectorized<T>&) const {
+    return lanes.select(g * c.negiptcoef * c.negcoef * e, g * c.poscoef);
   }
   Vectorized<T> operator()(const Vectorized<T>& g, const Vectorized<T>& x) const {
     if (!neg_lanes(g, x)) return g * c.poscoef;  // every lane positive
-    return finish(costly(arg(g, x)), g, x);
+    return finish(costly(arg(g, x)), BlendLanes<T>{x > c.zero}, g, x);
   }
 };
 
