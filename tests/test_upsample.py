@@ -183,10 +183,11 @@ def test_channels_last_backward_vector_and_tail_channels(channels, dtype, device
     (16 float32 / 8 float64 with AVX-512: the CPU's row-accumulator path):
     bitwise aten's (nearest, scale 2, 1.5 and down-scaled). half/bfloat16 sum
     in float32 in the same order and round once: bitwise aten's float32
-    result on the widened input, rounded."""
+    result on the widened input, rounded. W windows of 3 (out W 15): the
+    row-accumulator path adds a window's pixels two at a time, then the odd one."""
     if dtype in (torch.bfloat16, torch.float16) and torch.device(device).type != "cpu":
         pytest.skip("the CPU kernel's half/bfloat16 vector blocks")
-    for out_size in ([6, 8, 10], [4, 6, 7], [2, 3, 3]):
+    for out_size in ([6, 8, 10], [4, 6, 7], [2, 3, 3], [3, 5, 15]):
         g = make_tensor((2, channels, *out_size), dtype, device, layout="channels_last_3d")
         in_size = [2, channels, 3, 4, 5]
         ours = ops.upsample_nearest3d_backward(g, out_size, in_size)
