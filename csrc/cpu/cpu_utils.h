@@ -1,6 +1,14 @@
 // Small helpers shared by the CPU kernels.
 #pragma once
 
+// GCC 12 flags the _mm512_undefined_*() placeholders inside its own AVX-512
+// intrinsics (half<->float conversions inlined through at::vec, saturating
+// narrowing moves), as "may be used uninitialized" (GCC bug 105593, fixed in
+// GCC 13): silence that one false positive in every CPU kernel.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include <ATen/EmptyTensor.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>

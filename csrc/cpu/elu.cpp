@@ -16,15 +16,6 @@
 // half/bfloat16 compute in float32 and round once.
 #include "contracts/elu.h"
 #include "cpu/cpu_utils.h"
-
-// GCC 12 flags the _mm512_undefined_*() placeholders inside its own
-// half<->float conversion intrinsics, inlined through at::vec, as "may be
-// used uninitialized" (GCC bug 105593, fixed in GCC 13): silence that one
-// false positive.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include "cpu/elementwise.h"
 
 #include <ATen/Dispatch.h>

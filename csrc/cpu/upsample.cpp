@@ -479,20 +479,22 @@ void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64
 // (bitwise what widening then deinterleaving gives, without the permutes).
 template <typename scalar_t>
 C10_ALWAYS_INLINE auto load_even_odd(const scalar_t* p) {
-  using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+  using fVec = at::vec::Vectorized<float>;
+#endif
 #if defined(CPU_CAPABILITY_AVX512)
   if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
     const __m512i w = _mm512_loadu_si512(p);
     const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
-    return std::make_pair(aVec(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16))),
-                          aVec(_mm512_castsi512_ps(_mm512_and_si512(w, high))));
+    return std::make_pair(fVec(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16))),
+                          fVec(_mm512_castsi512_ps(_mm512_and_si512(w, high))));
   }
 #elif defined(CPU_CAPABILITY_AVX2)
   if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
-    return std::make_pair(aVec(_mm256_castsi256_ps(_mm256_slli_epi32(w, 16))),
-                          aVec(_mm256_castsi256_ps(_mm256_and_si256(w, high))));
+    return std::make_pair(fVec(_mm256_castsi256_ps(_mm256_slli_epi32(w, 16))),
+                          fVec(_mm256_castsi256_ps(_mm256_and_si256(w, high))));
   }
 #endif
   const auto [x0, x1] = load_pair(p);
