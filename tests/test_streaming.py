@@ -1,7 +1,7 @@
 """Non-temporal ("streaming") stores: the elementwise driver shared by elu
-and smooth_l1 (csrc/cpu/elementwise.h), the upsample backward's x2 fold and
-its channels_last_3d pixel-vector rows write with them when their operands
-exceed the last-level cache.
+and smooth_l1 (csrc/cpu/elementwise.h), the upsample backward's x2 fold, its
+float32 permute-block rows (AVX-512) and its channels_last_3d pixel-vector
+rows write with them when their operands exceed the last-level cache.
 
 Those stores must not change a single bit: the same calls with every pass
 streamed (TORCH_ACLNN_STREAM_BYTES=0, read once at start-up, hence
@@ -9,8 +9,8 @@ subprocesses) and with none streamed give identical results, for outputs at
 every alignment, lengths around the vector width, every floating dtype, 1 and
 2 threads, and each CPU kernel variant this machine can run. The elementwise
 driver first writes a partial block up to the output's first 64-byte
-boundary; the x2 fold and the channels_last_3d rows of one vector of
-channels per pixel stream only rows that start on one."""
+boundary; the upsample backward's paths stream only rows that start on
+one."""
 import os
 import subprocess
 import sys
@@ -64,6 +64,22 @@ for threads in (1, 2):
                     o = torch.full((2 * 3 * 4 * 5 * iw + shift,), float("nan"), dtype=dtype)[shift:].view(insz)
                     ours.grad_input(g, out_size, insz, grad_input=o)
                     results.append(o)
+# upsample backward, W up-scaled by 1.5 or down-scaled by 0.7, D and H windows of 1 or 2: float32
+# rows the permute blocks cover (AVX-512) are summed block by block and stream when they start on
+# a 64-byte boundary (iw 16, 32, 64); functional and out=, the latter also misaligned
+for threads in (1, 2):
+    torch.set_num_threads(threads)
+    for dtype in (torch.float32, torch.bfloat16):
+        for iw in (16, 21, 32, 64):
+            for ow in (iw * 3 // 2, iw * 7 // 10):
+                insz, out_size = [2, 3, 4, 5, iw], [6, 7, ow]
+                g = torch.randn(2, 3, *out_size).to(dtype)
+                for ours in (ops.upsample_nearest3d_backward, ops.upsample_nearest_exact3d_backward):
+                    results.append(ours(g, out_size, insz))
+                    for shift in (0, 1):
+                        o = torch.full((2 * 3 * 4 * 5 * iw + shift,), float("nan"), dtype=dtype)[shift:].view(insz)
+                        ours.grad_input(g, out_size, insz, grad_input=o)
+                        results.append(o)
 # channels_last_3d upsample backward with one vector of channels per pixel (8 or 16 channels:
 # AVX2 / AVX-512), W up-scaled by 2 or 1.5, odd and even widths
 for threads in (1, 2):
