@@ -62,24 +62,28 @@ def test_channels_last_forward_vector_and_tail_channels(channels, dtype):
             assert torch.equal(got, theirs(x, out_size)), (out_size, ours)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("iw", [16, 17, 33, 64, 100])
 def test_backward_scaling_of_long_rows(iw, dtype):
     """Up-scaling W by less than 2, or down-scaling it, with rows of 16 or
     more: the CPU backward folds whole blocks of 16 windows (of 0, 1 or 2
-    outputs) with vector permutes (AVX512 builds) and the rest with the tap
+    outputs) with vector permutes (AVX512 builds; float32/half/bfloat16 sum a
+    block over the window's rows in one register) and the rest with the tap
     loop; by exactly 2: blocks of 2 vectors summed in registers (bfloat16
     split into even and odd elements by bit shifts), then a scalar tail.
     Bitwise aten's (float32/float64), whatever the block boundaries and the
-    row's end; bfloat16 bitwise aten's float32 sums rounded once (aten itself
-    rounds after every addition)."""
+    row's end; half/bfloat16 bitwise aten's float32 sums rounded once (aten
+    itself rounds after every addition)."""
     for ow in (iw + 1, int(iw * 1.3), int(iw * 1.5), 2 * iw - 1, iw // 2, int(iw * 0.7), iw - 1, 2 * iw):
         insz, out = [2, 2, 3, 4, iw], [5, 6, ow]
-        # exponents 2^-24 .. 2^24 apart, so that the order of the additions shows in the rounding
-        g = make_tensor([2, 2, *out], dtype, "cpu") * torch.exp2(torch.randint(-24, 25, [2, 2, *out])).to(dtype)
+        # exponents 2^-24 .. 2^24 apart (half: 2^-12 .. 2^12, finite), so that the order of the
+        # additions shows in the rounding
+        e = 12 if dtype == torch.float16 else 24
+        g = make_tensor([2, 2, *out], dtype, "cpu") * torch.exp2(torch.randint(-e, e + 1, [2, 2, *out])).to(dtype)
         for ours, theirs in BACKWARDS:
             got = ours(g, out, insz)
-            want = theirs(g.float(), out, insz).to(dtype) if dtype == torch.bfloat16 else theirs(g, out, insz)
+            reduced = dtype in (torch.bfloat16, torch.float16)
+            want = theirs(g.float(), out, insz).to(dtype) if reduced else theirs(g, out, insz)
             assert torch.equal(got, want), (ow, ours)
 
 
