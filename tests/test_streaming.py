@@ -50,36 +50,31 @@ for threads in (1, 2):
                 o = out()
                 ops.smooth_l1_loss_backward.grad_input(g[0].clone().reshape(()), x, t, 1, 0.5, grad_input=o)
                 results.append(o)
-# upsample backward, W up-scaled by exactly 2: rows of 16 / 32 elements (64-byte multiples in
-# float32 / bfloat16) stream, 24 do not; functional and out=, the latter also misaligned
+# upsample backward (nearest and nearest-exact), functional and out=, the latter also at an
+# element offset (not 64-byte aligned)
+def upsample_calls(dtype, insz, out_size):
+    g = torch.randn(*insz[:2], *out_size).to(dtype)
+    for ours in (ops.upsample_nearest3d_backward, ops.upsample_nearest_exact3d_backward):
+        results.append(ours(g, out_size, insz))
+        for shift in (0, 1):
+            o = torch.full((insz[0] * insz[1] * insz[2] * insz[3] * insz[4] + shift,), float("nan"), dtype=dtype)
+            o = o[shift:].view(insz)
+            ours.grad_input(g, out_size, insz, grad_input=o)
+            results.append(o)
 for threads in (1, 2):
     torch.set_num_threads(threads)
+    # W up-scaled by exactly 2: rows of 16 / 32 elements (64-byte multiples in float32 /
+    # bfloat16) stream, 24 do not
     for dtype in (torch.float32, torch.bfloat16, torch.float64):
         for iw in (16, 24, 32, 64):
-            insz, out_size = [2, 3, 4, 5, iw], [8, 10, 2 * iw]
-            g = torch.randn(2, 3, *out_size).to(dtype)
-            for ours in (ops.upsample_nearest3d_backward, ops.upsample_nearest_exact3d_backward):
-                results.append(ours(g, out_size, insz))
-                for shift in (0, 1):
-                    o = torch.full((2 * 3 * 4 * 5 * iw + shift,), float("nan"), dtype=dtype)[shift:].view(insz)
-                    ours.grad_input(g, out_size, insz, grad_input=o)
-                    results.append(o)
-# upsample backward, W up-scaled by 1.5 or down-scaled by 0.7, D and H windows of 1 or 2: float32
-# rows the permute blocks cover (AVX-512) are summed block by block and stream when they start on
-# a 64-byte boundary (iw 16, 32, 64); functional and out=, the latter also misaligned
-for threads in (1, 2):
-    torch.set_num_threads(threads)
+            upsample_calls(dtype, [2, 3, 4, 5, iw], [8, 10, 2 * iw])
+    # W up-scaled by 1.5 or down-scaled by 0.7, D and H windows of 1 or 2: float32 rows the
+    # permute blocks cover (AVX-512) are summed block by block and stream when they start on a
+    # 64-byte boundary (iw 16, 32, 64)
     for dtype in (torch.float32, torch.bfloat16):
         for iw in (16, 21, 32, 64):
             for ow in (iw * 3 // 2, iw * 7 // 10):
-                insz, out_size = [2, 3, 4, 5, iw], [6, 7, ow]
-                g = torch.randn(2, 3, *out_size).to(dtype)
-                for ours in (ops.upsample_nearest3d_backward, ops.upsample_nearest_exact3d_backward):
-                    results.append(ours(g, out_size, insz))
-                    for shift in (0, 1):
-                        o = torch.full((2 * 3 * 4 * 5 * iw + shift,), float("nan"), dtype=dtype)[shift:].view(insz)
-                        ours.grad_input(g, out_size, insz, grad_input=o)
-                        results.append(o)
+                upsample_calls(dtype, [2, 3, 4, 5, iw], [6, 7, ow])
 # channels_last_3d upsample backward with one vector of channels per pixel (8 or 16 channels:
 # AVX2 / AVX-512), W up-scaled by 2 or 1.5, odd and even widths
 for threads in (1, 2):
