@@ -168,7 +168,9 @@ struct RowFold {
   // (mask `two`). The same additions in the same order as the tap loop, which
   // does the indices past the blocks (and everything in the default build).
   // AVX512 builds end the row with a partial block (masked lanes past `in`),
-  // so a row narrower than kBlock is one block too.
+  // so a row narrower than kBlock is one block too, and sum each block over
+  // the whole (d, h) window at once (fold_window_blocks); AVX2 builds add the
+  // blocks row by row (fold_row).
   int64_t blocks = 0;
   std::vector<int32_t> base, idx0, idx1;
   std::vector<uint16_t> load_lo, load_hi, one, two;
@@ -281,28 +283,8 @@ inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, cons
       return fold_uniform<4>(acc, row, in);
     default: {
       int64_t first = 0;  // the indices before it were folded by the permute blocks
-#if defined(CPU_CAPABILITY_AVX512)
-      if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
-        for (int64_t b = 0; b < f.blocks; ++b) {
-          const float* span = row + f.base[b];
-          const __m512 lo = _mm512_maskz_loadu_ps(f.load_lo[b], span);
-          const __m512 hi = _mm512_maskz_loadu_ps(f.load_hi[b], span + 16);
-          const __m512 tap0 = _mm512_permutex2var_ps(lo, _mm512_loadu_si512(f.idx0.data() + 16 * b), hi);
-          const __m512 tap1 = _mm512_permutex2var_ps(lo, _mm512_loadu_si512(f.idx1.data() + 16 * b), hi);
-          const auto add_taps = [&](__m512 a) {
-            a = _mm512_mask_add_ps(a, f.one[b], a, tap0);
-            return _mm512_mask_add_ps(a, f.two[b], a, tap1);
-          };
-          if (16 * b + 16 <= in) {  // (plain loads and stores: masked ones cost more on Zen 4)
-            _mm512_storeu_ps(acc + 16 * b, add_taps(_mm512_loadu_ps(acc + 16 * b)));
-          } else {  // the partial last block
-            const __mmask16 lanes = (1u << (in - 16 * b)) - 1;
-            _mm512_mask_storeu_ps(acc + 16 * b, lanes, add_taps(_mm512_maskz_loadu_ps(lanes, acc + 16 * b)));
-          }
-        }
-        first = std::min(in, f.blocks * 16);
-      }
-#elif defined(CPU_CAPABILITY_AVX2)
+      // (AVX-512 rows with permute blocks go through fold_window_blocks instead)
+#if defined(CPU_CAPABILITY_AVX2)
       if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
         // Lane masks from bit masks; permutes pick within 8 lanes, a blend
         // picks the span's half.
