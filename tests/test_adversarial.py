@@ -237,6 +237,18 @@ case("max_unpool3d_backward self 9-d", raises("ValueError", CODE + r"max_unpool3
 
 # Known failures (kernel findings, reported; the kernels are not changed here):
 # name -> reason, run as strict xfails. None open at present.
+# --- Python wrapper errors (edge rules) ------------------------------------
+# (end of the wrapper-errors section)
+
+
+# --- one device (edge rules) -------------------------------------------------
+# (end of the one-device section)
+
+
+# --- out= and autograd (edge rules) ------------------------------------------
+# (end of the out= section)
+
+
 XFAIL: dict = {}
 
 
