@@ -242,6 +242,141 @@ case("max_unpool3d_backward self 9-d", raises("ValueError", CODE + r"max_unpool3
 
 
 # --- one device (edge rules) -------------------------------------------------
+# Every op and overload, with one tensor argument on another device than the
+# rest (meta counts as a device): a tagged RuntimeError naming both devices,
+# never another backend's kernel or uninitialised memory. A 0-dim CPU input
+# beside meta tensors is accepted, as aten's elementwise ops accept a CPU
+# scalar: the result is on meta.
+_mdev = dict(
+    upsample_nearest3d_backward=(lambda g: ops.upsample_nearest3d_backward(g, [2, 2, 2], [1, 1, 1, 1, 1]),
+                                 lambda g, out: ops.upsample_nearest3d_backward.grad_input(
+                                     g, [2, 2, 2], [1, 1, 1, 1, 1], grad_input=out),
+                                 ("grad_output",), ((1, 1, 2, 2, 2),), (1, 1, 1, 1, 1)),
+    upsample_nearest_exact3d_backward=(
+        lambda g: ops.upsample_nearest_exact3d_backward(g, [2, 2, 2], [1, 1, 1, 1, 1]),
+        lambda g, out: ops.upsample_nearest_exact3d_backward.grad_input(g, [2, 2, 2], [1, 1, 1, 1, 1], grad_input=out),
+        ("grad_output",), ((1, 1, 2, 2, 2),), (1, 1, 1, 1, 1)),
+    elu_backward=(lambda g, x: ops.elu_backward(g, 1.0, 1.0, 1.0, False, x),
+                  lambda g, x, out: ops.elu_backward.grad_input(g, 1.0, 1.0, 1.0, False, x, grad_input=out),
+                  ("grad_output", "self_or_result"), ((4,), (4,)), (4,)),
+    smooth_l1_loss=(lambda a, b: ops.smooth_l1_loss(a, b, 0, 1.0), None, ("self", "target"), ((4,), (4,)), (4,)),
+    smooth_l1_loss_backward=(lambda g, a, b: ops.smooth_l1_loss_backward(g, a, b, 0, 1.0),
+                             lambda g, a, b, out: ops.smooth_l1_loss_backward.grad_input(g, a, b, 0, 1.0, grad_input=out),
+                             ("grad_output", "self", "target"), ((4,), (4,), (4,)), (4,)),
+    max_unpool3d=(lambda x, i: ops.max_unpool3d(x, i, [2, 1, 1], *_sp), None, ("self", "indices"),
+                  ((1, 1, 1, 1, 1), (1, 1, 1, 1, 1)), None),
+    max_unpool3d_backward=(lambda g, x, i: ops.max_unpool3d_backward(g, x, i, [2, 1, 1], *_sp),
+                           lambda g, x, i, out: ops.max_unpool3d_backward.grad_input(g, x, i, [2, 1, 1], *_sp,
+                                                                                     grad_input=out),
+                           ("grad_output", "self", "indices"), ((1, 1, 2, 1, 1), (1, 1, 1, 1, 1), (1, 1, 1, 1, 1)),
+                           (1, 1, 1, 1, 1)),
+)
+
+
+def _mdev_arg(name, shape, device):
+    dtype = torch.long if name == "indices" else torch.float32
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
+def _on_meta(shape):
+    def check(out):
+        assert out.device.type == "meta" and tuple(out.shape) == tuple(shape), (out.device, out.shape)
+    return ("ok", check)
+
+
+_DEV = CODE + r"{op}: \w+ is on (meta|cpu), but \w+ is on (meta|cpu): every tensor argument"
+for op_name, (fn, out_fn, names, shapes, out_shape) in _mdev.items():
+    for k, name in enumerate(names):
+        for odd, rest in (("meta", "cpu"), ("cpu", "meta")):
+            if len(names) == 1:
+                break
+            case(f"{op_name} {name} on {odd}, the rest on {rest}", raises("RuntimeError", _DEV.format(op=op_name)))(
+                lambda fn=fn, names=names, shapes=shapes, k=k, odd=odd, rest=rest: fn(
+                    *[_mdev_arg(n, s, odd if j == k else rest) for j, (n, s) in enumerate(zip(names, shapes))]))
+            if out_fn is not None:
+                case(f"{op_name}.grad_input {name} on {odd}, the rest and out on {rest}",
+                     raises("RuntimeError", _DEV.format(op=op_name)))(
+                    lambda out_fn=out_fn, names=names, shapes=shapes, k=k, odd=odd, rest=rest, out_shape=out_shape:
+                    out_fn(*[_mdev_arg(n, s, odd if j == k else rest) for j, (n, s) in enumerate(zip(names, shapes))],
+                           torch.zeros(out_shape, device=rest)))
+    if out_fn is not None:
+        for odd, rest in (("meta", "cpu"), ("cpu", "meta")):
+            case(f"{op_name}.grad_input out on {odd}, the inputs on {rest}",
+                 raises("RuntimeError", CODE + op_name + rf": grad_input is on {odd}, but \w+ is on {rest}"))(
+                lambda out_fn=out_fn, names=names, shapes=shapes, odd=odd, rest=rest, out_shape=out_shape:
+                out_fn(*[_mdev_arg(n, s, rest) for n, s in zip(names, shapes)], torch.zeros(out_shape, device=odd)))
+# The reproducers, verbatim.
+case("smooth_l1_loss CPU self, meta target (reproducer)", raises("RuntimeError", _DEV.format(op="smooth_l1_loss")))(
+    lambda: ops.smooth_l1_loss(torch.full((4,), 5.), torch.zeros(4, device="meta"), 0, 1.0))
+case("max_unpool3d_backward.grad_input meta indices, CPU out (reproducer)",
+     raises("RuntimeError", _DEV.format(op="max_unpool3d_backward")))(
+    lambda: ops.max_unpool3d_backward.grad_input(torch.ones(1, 1, 2, 1, 1), torch.ones(1, 1, 1, 1, 1),
+                                                 torch.zeros(1, 1, 1, 1, 1, dtype=torch.long, device="meta"),
+                                                 [2, 1, 1], *_sp, grad_input=torch.full((1, 1, 1, 1, 1), 7.)))
+# A 0-dim CPU input beside meta tensors: accepted, the result on meta.
+case("smooth_l1_loss 0-dim CPU self, meta target", _on_meta((4,)))(
+    lambda: ops.smooth_l1_loss(torch.tensor(5.), torch.zeros(4, device="meta"), 0, 1.0))
+case("smooth_l1_loss meta self, 0-dim CPU target, mean", _on_meta(()))(
+    lambda: ops.smooth_l1_loss(torch.zeros(4, device="meta"), torch.tensor(5.), 1, 1.0))
+case("smooth_l1_loss_backward 0-dim CPU grad_output, meta self and target", _on_meta((4,)))(
+    lambda: ops.smooth_l1_loss_backward(torch.tensor(1.), torch.zeros(4, device="meta"),
+                                        torch.zeros(4, device="meta"), 1, 1.0))
+case("elu_backward 0-dim CPU grad_output, 0-dim meta self", _on_meta(()))(
+    lambda: ops.elu_backward(torch.tensor(1.), 1.0, 1.0, 1.0, False, torch.zeros((), device="meta")))
+case("smooth_l1_loss_backward.grad_input 0-dim CPU grad_output, meta out", ("ok", lambda out: None))(
+    lambda: ops.smooth_l1_loss_backward.grad_input(torch.tensor(1.), torch.zeros(4, device="meta"),
+                                                   torch.zeros(4, device="meta"), 1, 1.0,
+                                                   grad_input=torch.zeros(4, device="meta")))
+# ... but never as the out= tensor.
+case("smooth_l1_loss_backward.grad_input meta inputs, 0-dim CPU out",
+     raises("RuntimeError", CODE + r"smooth_l1_loss_backward: grad_input is on cpu, but grad_output is on meta"))(
+    lambda: ops.smooth_l1_loss_backward.grad_input(torch.tensor(1., device="meta"), torch.zeros((), device="meta"),
+                                                   torch.zeros((), device="meta"), 1, 1.0,
+                                                   grad_input=torch.zeros(())))
+# A 0-dim CPU input beside CPU tensors is simply a CPU call.
+case("smooth_l1_loss_backward 0-dim grad_output, CPU (valid)", matches(
+    lambda: __import__("reference").smooth_l1_backward(torch.tensor(2.), _s, _t, 1, 1.0)))(
+    lambda: ops.smooth_l1_loss_backward(torch.tensor(2.), _s, _t, 1, 1.0))
+
+
+# --- sizes whose product overflows int64 (edge rules) ------------------------
+_big = 2 ** 40
+for red, nm in ((0, "none"), (1, "mean"), (2, "sum")):
+    case(f"smooth_l1_loss broadcast 2**40 x 2**40 {nm} (reproducer)",
+         raises("ValueError", CODE + r"smooth_l1_loss: the broadcast of self and target of shape .* overflows int64"))(
+        lambda red=red: ops.smooth_l1_loss(torch.ones(1).expand(_big, 1), torch.zeros(1).expand(1, _big), red, 1.0))
+    case(f"smooth_l1_loss broadcast (2**32+1) x 2**32 {nm} (reproducer)",
+         raises("ValueError", CODE + r"smooth_l1_loss: .* overflows int64"))(
+        lambda red=red: ops.smooth_l1_loss(torch.ones(1).expand(2 ** 32 + 1, 1), torch.zeros(1).expand(1, 2 ** 32),
+                                           red, 1.0))
+    case(f"smooth_l1_loss broadcast 3 x 2**62 {nm} (reproducer)",
+         raises("ValueError", CODE + r"smooth_l1_loss: .* overflows int64"))(
+        lambda red=red: ops.smooth_l1_loss(torch.ones(1).expand(3, 1), torch.zeros(1).expand(1, 2 ** 62), red, 1.0))
+    case(f"smooth_l1_loss_backward broadcast 2**40 x 2**40 {nm}",
+         raises("ValueError", CODE + r"smooth_l1_loss_backward: grad_input of shape .* overflows int64"))(
+        lambda red=red: ops.smooth_l1_loss_backward(torch.ones(()), torch.ones(1).expand(_big, 1),
+                                                    torch.zeros(1).expand(1, _big), red, 1.0))
+case("smooth_l1_loss_backward grad_output broadcasts past int64",
+     raises("ValueError", CODE + r"smooth_l1_loss_backward: grad_input of shape .* overflows int64"))(
+    lambda: ops.smooth_l1_loss_backward(torch.ones(1).expand(_big, 1, 1), torch.ones(1).expand(_big, 1),
+                                        torch.zeros(4), 0, 1.0))
+# 'sum' over 2**61 elements: the count fits int64 (the bytes of a 'none' result would not).
+case("smooth_l1_loss none 2**61 elements (bytes overflow)",
+     raises("ValueError", CODE + r"smooth_l1_loss: the broadcast of self and target .* 2\^63 bytes"))(
+    lambda: ops.smooth_l1_loss(torch.ones(1).expand(2 ** 31, 1), torch.zeros(1).expand(1, 2 ** 30), 0, 1.0))
+for op_name in ("upsample_nearest3d", "upsample_nearest_exact3d"):
+    case(f"{op_name} empty N, output_size whose strides overflow (reproducer)",
+         raises("ValueError", CODE + op_name + r": the result of shape .* overflows int64"))(
+        lambda op_name=op_name: getattr(ops, op_name)(torch.empty(0, 1, 1, 1, 1), [2 ** 30] * 3))
+    case(f"{op_name}_backward empty N, input_size whose strides overflow",
+         raises("ValueError", CODE + op_name + r"_backward: grad_input of shape .* overflows int64"))(
+        lambda op_name=op_name: getattr(ops, op_name + "_backward")(torch.empty(0, 1, 1, 1, 1), [1, 1, 1],
+                                                                    [0, 1, 2 ** 30, 2 ** 30, 2 ** 30]))
+    case(f"{op_name}_backward.grad_input 6-D out (reproducer)",
+         raises("ValueError", CODE + op_name + r"_backward: grad_input must be 5-D \(N, C, D, H, W\), got 6-D"))(
+        lambda op_name=op_name: getattr(ops, op_name + "_backward").grad_input(
+            torch.zeros(1, 1, 2, 2, 2), [2, 2, 2], [1, 1, 1, 1, 1], grad_input=torch.zeros(1, 1, 1, 1, 1, 1)))
+
 # (end of the one-device section)
 
 

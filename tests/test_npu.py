@@ -309,6 +309,22 @@ def test_smooth_l1_promotes_and_broadcasts():
     torch.testing.assert_close(loss, ops.smooth_l1_loss(x, t, 0, 0.5))
 
 
+def test_one_device_rule_on_the_glue():
+    """The glue's contract run sees the arguments' real devices: a tensor on
+    another device than the call's is the contract's tagged error (here the
+    call's device is meta, since CPU tensors stand in for NPU ones); a 0-dim
+    CPU input is accepted, and the result is on the call's device."""
+    m = torch.zeros(4, device="meta")
+    with pytest.raises(RuntimeError, match=r"\[torch_aclnn 161002\] smooth_l1_loss: target is on cpu, but self is on meta"):
+        on_npu_path(ops.smooth_l1_loss.default, m, torch.zeros(4), 0, 1.0)
+    with pytest.raises(RuntimeError, match=r"\[torch_aclnn 161002\] elu_backward: grad_input is on cpu, but"):
+        on_npu_path(ops.elu_backward.grad_input, m, 1.0, 1.0, 1.0, False, m, grad_input=torch.zeros(4))
+    x, t = make_tensor((3, 4), torch.float32), make_tensor((3, 4), torch.float32)
+    g = torch.tensor(0.25)
+    got = on_npu_path(ops.smooth_l1_loss_backward.default, g, x, t, 1, 1.0)
+    torch.testing.assert_close(got, ops.smooth_l1_loss_backward(g, x, t, 1, 1.0))
+
+
 @pytest.mark.parametrize("shape", [(2, 3, 2, 3, 4), (2, 2, 3, 4)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_max_unpool_duplicates_leave_the_scatter_no_choice(monkeypatch, shape, dtype):

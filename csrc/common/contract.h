@@ -8,12 +8,15 @@
 //   TypeError   161002 an unsupported dtype, or dtypes that must match and don't
 //   ValueError  161002 a shape, rank, size, scalar or option that breaks a rule
 //   IndexError  161002 an index value outside its range (data dependent)
+//   RuntimeError 161002 tensor arguments on more than one device
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/SymInt.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 
@@ -48,20 +51,62 @@ std::string fmt_list(const Array& a) {
 }
 
 // A result allocated from sizes given as arguments must be representable:
-// numel * element size below 2^63 bytes (torch's limit for one storage).
-// Checked where the sizes are concrete; an empty shape always fits. (A shape
-// that fits but cannot be allocated is the allocator's error, not a contract
-// violation.)
+// its byte size, and the strides torch computes for it (the product of the
+// sizes with 0 counted as 1), below 2^63 (torch's limit for one storage).
+// Checked where the sizes are concrete. itemsize 1 checks an element count
+// (a broadcast that is reduced, never allocated). (A shape that fits but
+// cannot be allocated is the allocator's error, not a contract violation.)
 inline void check_fits_int64(const char* op, const char* what, c10::SymIntArrayRef sizes, int64_t itemsize) {
   int64_t bytes = itemsize;
   bool overflow = false;
   for (const c10::SymInt& s : sizes) {
     const auto v = s.maybe_as_int();
-    if (!v || *v == 0) return;
-    overflow = overflow || __builtin_mul_overflow(bytes, *v, &bytes);
+    if (!v) return;
+    overflow = overflow || __builtin_mul_overflow(bytes, std::max<int64_t>(*v, 1), &bytes);
   }
   ACLNN_CHECK_VALUE(!overflow, op, what, " of shape ", fmt_list(sizes),
-                    " overflows int64: it would need 2^63 bytes or more");
+                    " overflows int64: it would need 2^63 ", itemsize == 1 ? "elements" : "bytes", " or more");
+}
+
+// One device (every operator, every backend): every tensor argument, and
+// the out= tensor, live on one device, meta included. A 0-dim CPU input is
+// accepted beside tensors of another device, as aten's elementwise kernels
+// accept a CPU scalar. Returns the call's device: that of the first input
+// that is not such a scalar (else the first input's), where the result is
+// allocated. Checked before anything else, so a mixed call never reaches
+// another backend's kernel or returns uninitialised memory.
+struct Named {
+  const char* name;
+  const at::Tensor& tensor;
+};
+
+inline bool cpu_scalar(const at::Tensor& t) { return t.dim() == 0 && t.device().is_cpu(); }
+
+inline c10::Device one_device(const char* op, std::initializer_list<Named> inputs,
+                              const at::Tensor& out = at::Tensor(), const char* out_name = "grad_input") {
+  const Named* first = inputs.begin();
+  for (const Named& a : inputs) {
+    if (!cpu_scalar(a.tensor)) {
+      first = &a;
+      break;
+    }
+  }
+  const c10::Device device = first->tensor.device();
+  const auto check = [&](const char* name, const at::Tensor& t, bool scalar_ok) {
+    TORCH_CHECK(t.device() == device || (scalar_ok && cpu_scalar(t)), "[torch_aclnn 161002] ", op, ": ", name,
+                " is on ", t.device(), ", but ", first->name, " is on ", device,
+                ": every tensor argument", out.defined() ? " and the out= tensor" : "",
+                " must be on one device (a 0-dim CPU input is accepted beside tensors of another device)");
+  };
+  for (const Named& a : inputs) check(a.name, a.tensor, true);
+  if (out.defined()) check(out_name, out, false);
+  return device;
+}
+
+// An input on the call's device: t itself, or a 0-dim CPU input copied there
+// (for kernels that read every operand on the device).
+inline at::Tensor on_device(const at::Tensor& t, c10::Device device) {
+  return t.device() == device ? t : t.to(device);
 }
 
 // A contract is written once, over SymInts, so that the same code validates

@@ -45,9 +45,11 @@ inline double check_scalar(const char* op, const char* arg, const c10::Scalar& s
   return v;
 }
 
-// The scalar parameters of one call, as doubles.
+// The scalar parameters of one call, as doubles, and the call's device
+// (where the result is allocated; see one_device).
 struct Params {
   double alpha, scale, input_scale;
+  c10::Device device = c10::kCPU;
 };
 
 inline Params check_params(const char* op, const c10::Scalar& alpha, const c10::Scalar& scale,
@@ -60,8 +62,9 @@ inline Params check_forward(const at::Tensor& self, const c10::Scalar& alpha, co
                             const c10::Scalar& input_scale) {
   constexpr const char* op = "elu";
   check_dtype(op, "self", self.scalar_type());
-  const Params p = check_params(op, alpha, scale, input_scale, self.scalar_type());
+  Params p = check_params(op, alpha, scale, input_scale, self.scalar_type());
   check_rank(op, "self", self);
+  p.device = self.device();
   return p;
 }
 
@@ -89,12 +92,15 @@ inline Params check_backward(const at::Tensor& grad_output, const c10::Scalar& a
                              const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
                              const at::Tensor& grad_input = at::Tensor()) {
   constexpr const char* op = "elu_backward";
+  const c10::Device device =
+      one_device(op, {{"grad_output", grad_output}, {"self_or_result", self_or_result}}, grad_input);
   check_dtype(op, "grad_output", grad_output.scalar_type());
   check_dtype(op, "self_or_result", self_or_result.scalar_type());
   ACLNN_CHECK_TYPE(grad_output.scalar_type() == self_or_result.scalar_type(), op,
                    "self_or_result must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
                    self_or_result.scalar_type());
-  const Params p = check_params(op, alpha, scale, input_scale, grad_output.scalar_type());
+  Params p = check_params(op, alpha, scale, input_scale, grad_output.scalar_type());
+  p.device = device;
   if (grad_input.defined()) {
     ACLNN_CHECK_TYPE(holds(grad_input.scalar_type(), grad_output.scalar_type()), op,
                      "grad_input's dtype must hold grad_output's dtype ", grad_output.scalar_type(),

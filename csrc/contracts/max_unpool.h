@@ -135,6 +135,7 @@ inline void check_volume(const char* op, const at::Tensor& self, c10::SymIntArra
 inline void check_forward(const at::Tensor& self, const at::Tensor& indices, c10::SymIntArrayRef output_size,
                           at::IntArrayRef stride, at::IntArrayRef padding) {
   const char* op = kForward;
+  one_device(op, {{"self", self}, {"indices", indices}});
   check_dtype(op, "self", self.scalar_type());
   check_indices_dtype(op, indices.scalar_type());
   check_self(op, self, indices);
@@ -150,6 +151,7 @@ inline void check_backward(const at::Tensor& grad_output, const at::Tensor& self
                            c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
                            const at::Tensor& grad_input = at::Tensor()) {
   const char* op = kBackward;
+  one_device(op, {{"grad_output", grad_output}, {"self", self}, {"indices", indices}}, grad_input);
   // Row 2: supported dtypes.
   check_dtype(op, "grad_output", grad_output.scalar_type());
   check_dtype(op, "self", self.scalar_type());

@@ -89,6 +89,7 @@ inline void broadcast_into(const char* op, SymShape& shape, const std::string& s
 struct Plan {
   at::ScalarType dtype;
   SymShape shape;  // broadcast shape of the inputs (the loss before reduction, or grad_input)
+  c10::Device device = c10::kCPU;  // the call's device (see one_device), where the result is allocated
 };
 
 // torch's type promotion over the tensors, each already checked supported;
@@ -105,12 +106,16 @@ inline at::ScalarType promote(const char* op, std::initializer_list<const at::Te
 
 inline Plan check_forward(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
   const char* op = kForward;
+  const c10::Device device = one_device(op, {{"self", self}, {"target", target}});
   check_dtype(op, "self", self.scalar_type());
   check_dtype(op, "target", target.scalar_type());
   check_reduction(op, reduction);
   check_beta(op, beta);
-  Plan p{promote(op, {&self, &target}), SymShape(self.sym_sizes().begin(), self.sym_sizes().end())};
+  Plan p{promote(op, {&self, &target}), SymShape(self.sym_sizes().begin(), self.sym_sizes().end()), device};
   broadcast_into(op, p.shape, "self", target.sym_sizes(), "target");
+  // 'none' allocates the broadcast; 'mean' / 'sum' count its elements.
+  check_fits_int64(op, "the broadcast of self and target", p.shape,
+                   reduction == kNone ? c10::elementSize(p.dtype) : 1);
   return p;
 }
 
@@ -118,15 +123,18 @@ inline Plan check_forward(const at::Tensor& self, const at::Tensor& target, int6
 inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                            int64_t reduction, double beta, const at::Tensor& grad_input = at::Tensor()) {
   const char* op = kBackward;
+  const c10::Device device =
+      one_device(op, {{"grad_output", grad_output}, {"self", self}, {"target", target}}, grad_input);
   check_dtype(op, "grad_output", grad_output.scalar_type());
   check_dtype(op, "self", self.scalar_type());
   check_dtype(op, "target", target.scalar_type());
   check_reduction(op, reduction);
   check_beta(op, beta);
   Plan p{promote(op, {&grad_output, &self, &target}),
-         SymShape(self.sym_sizes().begin(), self.sym_sizes().end())};
+         SymShape(self.sym_sizes().begin(), self.sym_sizes().end()), device};
   broadcast_into(op, p.shape, "self", target.sym_sizes(), "target");
   broadcast_into(op, p.shape, "broadcast(self, target)", grad_output.sym_sizes(), "grad_output");
+  check_fits_int64(op, "grad_input", p.shape, c10::elementSize(p.dtype));
   if (grad_input.defined()) {
     ACLNN_CHECK_TYPE(grad_input.scalar_type() == p.dtype, op, "grad_input must have the promoted dtype ",
                      p.dtype, " of grad_output, self and target, got ", grad_input.scalar_type());

@@ -96,6 +96,7 @@ inline void check_backward(Mode mode, const at::Tensor& grad_output, c10::SymInt
                            c10::SymIntArrayRef input_size, const Scale (&scales)[3],
                            const at::Tensor& grad_input = at::Tensor()) {
   const char* op = backward_name(mode);
+  one_device(op, {{"grad_output", grad_output}}, grad_input);
   check_dtype(op, "grad_output", grad_output.scalar_type());
   if (grad_input.defined()) {
     ACLNN_CHECK_TYPE(grad_input.scalar_type() == grad_output.scalar_type(), op,
@@ -115,8 +116,10 @@ inline void check_backward(Mode mode, const at::Tensor& grad_output, c10::SymInt
                     "grad_output's N, C must equal input_size[0:2] = [", val(input_size[0]), ", ", val(input_size[1]),
                     "], got grad_output shape ", fmt_list(go));
   if (grad_input.defined()) {
+    ACLNN_CHECK_VALUE(grad_input.dim() == 5, op, "grad_input must be 5-D (N, C, D, H, W), got ", grad_input.dim(),
+                      "-D with shape ", fmt_list(grad_input.sym_sizes()));
     const auto gi = grad_input.sym_sizes();
-    ACLNN_CHECK_VALUE(grad_input.dim() == 5 && gi[0] == input_size[0] && gi[1] == input_size[1], op,
+    ACLNN_CHECK_VALUE(gi[0] == input_size[0] && gi[1] == input_size[1], op,
                       "grad_input's N, C must equal input_size[0:2] = [", val(input_size[0]), ", ", val(input_size[1]),
                       "], got grad_input shape ", fmt_list(gi));
     ACLNN_CHECK_VALUE(gi[2] == input_size[2] && gi[3] == input_size[3] && gi[4] == input_size[4], op,

@@ -64,30 +64,26 @@ void backward_into(const at::Tensor& grad_output, const Params& p, bool is_resul
   });
 }
 
-void check_same_device(const at::Tensor& grad_output, const at::Tensor& other, const char* name) {
-  TORCH_CHECK(other.device() == grad_output.device(), "elu_backward: ", name, " must be on grad_output's device ",
-              grad_output.device(), ", got ", other.device());
-}
-
-at::Tensor backward_cuda(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
-                         const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result) {
-  const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result);
-  check_same_device(grad_output, self_or_result, "self_or_result");
-  c10::cuda::CUDAGuard guard(grad_output.device());
+at::Tensor backward_cuda(const at::Tensor& grad_output_, const c10::Scalar& alpha, const c10::Scalar& scale,
+                         const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result_) {
+  const Params p = check_backward(grad_output_, alpha, scale, input_scale, is_result, self_or_result_);
+  c10::cuda::CUDAGuard guard(p.device);
+  const at::Tensor grad_output = on_device(grad_output_, p.device);
+  const at::Tensor self_or_result = on_device(self_or_result_, p.device);
   at::Tensor grad_input = at::empty_like(grad_output, c10::MemoryFormat::Preserve);
   backward_into(grad_output, p, is_result, self_or_result, grad_input);
   return grad_input;
 }
 
-void backward_out_cuda(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
-                       const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
+void backward_out_cuda(const at::Tensor& grad_output_, const c10::Scalar& alpha, const c10::Scalar& scale,
+                       const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result_,
                        at::Tensor& grad_input) {
-  const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result, grad_input);
-  check_same_device(grad_output, self_or_result, "self_or_result");
-  check_same_device(grad_output, grad_input, "grad_input");
+  const Params p = check_backward(grad_output_, alpha, scale, input_scale, is_result, self_or_result_, grad_input);
   at::assert_no_internal_overlap(grad_input);
   if (grad_input.numel() == 0) return;
-  c10::cuda::CUDAGuard guard(grad_output.device());
+  c10::cuda::CUDAGuard guard(p.device);
+  const at::Tensor grad_output = on_device(grad_output_, p.device);
+  const at::Tensor self_or_result = on_device(self_or_result_, p.device);
   write_out(
       grad_input, backward_writes_in_place(grad_input, grad_output, self_or_result),
       [&] { return at::empty_like(grad_output, c10::MemoryFormat::Preserve); },

@@ -145,15 +145,9 @@ at::Tensor new_flag(const at::Tensor& like, cudaStream_t stream) {
   return flag;
 }
 
-void check_device(const char* op, const at::Tensor& ref, const at::Tensor& t, const char* name) {
-  TORCH_CHECK(t.device() == ref.device(), op, ": ", name, " must be on the device ", ref.device(), ", got ",
-              t.device());
-}
-
 at::Tensor forward_cuda(const at::Tensor& self_, const at::Tensor& indices_, c10::SymIntArrayRef output_size_,
                         at::IntArrayRef stride, at::IntArrayRef padding) {
   check_forward(self_, indices_, output_size_, stride, padding);
-  check_device(kForward, self_, indices_, "indices");
   const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
   const MemoryFormat fmt = result_format(self_);
   c10::cuda::CUDAGuard guard(self_.device());
@@ -242,7 +236,6 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self, const
 at::Tensor backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
                          c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding) {
   check_backward(grad_output, self, indices, output_size, stride, padding);
-  check_device(kBackward, grad_output, indices, "indices");
   const MemoryFormat fmt = result_format(indices);
   c10::cuda::CUDAGuard guard(grad_output.device());
   at::Tensor grad_input = at::empty(self.sizes(), grad_output.options().memory_format(fmt));
@@ -254,8 +247,6 @@ void backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, co
                        c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
                        at::Tensor& grad_input) {
   check_backward(grad_output, self, indices, output_size, stride, padding, grad_input);
-  check_device(kBackward, grad_output, indices, "indices");
-  check_device(kBackward, grad_output, grad_input, "grad_input");
   const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
   c10::cuda::CUDAGuard guard(grad_output.device());
   // grad_input is contiguous (row 1): write straight into it unless it shares

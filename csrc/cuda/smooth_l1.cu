@@ -158,30 +158,18 @@ at::Tensor loss_reduced(const at::Tensor& self, const at::Tensor& target, int64_
 // ---------------------------------------------------------------------------
 // Operators
 
-// t in the promoted dtype on `device`; a 0-dim CPU tensor (a scalar) is
-// moved, any other tensor must already be there.
-at::Tensor prepare(const char* op, const at::Tensor& t, const char* name, at::ScalarType dtype,
-                   const c10::Device& device) {
-  if (t.device() != device) {
-    TORCH_CHECK(t.dim() == 0 && t.device().is_cpu(), op, ": ", name, " must be on ", device, ", got ", t.device());
-    return t.to(device, dtype);
-  }
-  return t.scalar_type() == dtype ? t : t.to(dtype);
-}
-
-c10::Device device_of(std::initializer_list<const at::Tensor*> ts) {
-  for (const at::Tensor* t : ts) {
-    if (t->is_cuda()) return t->device();
-  }
-  TORCH_INTERNAL_ASSERT(false, "smooth_l1: no CUDA tensor among the arguments");
+// t in the promoted dtype on the call's device (the contract has checked the
+// devices: only a 0-dim CPU input can be elsewhere).
+at::Tensor prepare(const at::Tensor& t, at::ScalarType dtype, const c10::Device& device) {
+  const at::Tensor d = on_device(t, device);
+  return d.scalar_type() == dtype ? d : d.to(dtype);
 }
 
 at::Tensor forward_cuda(const at::Tensor& self_, const at::Tensor& target_, int64_t reduction, double beta) {
   const Plan p = check_forward(self_, target_, reduction, beta);
-  const c10::Device device = device_of({&self_, &target_});
-  c10::cuda::CUDAGuard guard(device);
-  const at::Tensor self = prepare(kForward, self_, "self", p.dtype, device);
-  const at::Tensor target = prepare(kForward, target_, "target", p.dtype, device);
+  c10::cuda::CUDAGuard guard(p.device);
+  const at::Tensor self = prepare(self_, p.dtype, p.device);
+  const at::Tensor target = prepare(target_, p.dtype, p.device);
   if (reduction != kNone) return loss_reduced(self, target, reduction, beta);
   at::Tensor out = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options());
   if (out.numel() == 0) return out;
@@ -197,9 +185,9 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, cons
                    int64_t reduction, double beta, at::ScalarType dtype, at::Tensor& grad_input) {
   if (grad_input.numel() == 0) return;
   const c10::Device device = grad_input.device();
-  const at::Tensor grad_output = prepare(kBackward, grad_output_, "grad_output", dtype, device);
-  const at::Tensor self = prepare(kBackward, self_, "self", dtype, device);
-  const at::Tensor target = prepare(kBackward, target_, "target", dtype, device);
+  const at::Tensor grad_output = prepare(grad_output_, dtype, device);
+  const at::Tensor self = prepare(self_, dtype, device);
+  const at::Tensor target = prepare(target_, dtype, device);
   // 'mean': the derivative of the mean over broadcast(self, target) (spec §4;
   // not self.numel(), which aten uses).
   const double norm =
@@ -219,9 +207,8 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, cons
 at::Tensor backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                          int64_t reduction, double beta) {
   const Plan p = check_backward(grad_output, self, target, reduction, beta);
-  const c10::Device device = device_of({&grad_output, &self, &target});
-  c10::cuda::CUDAGuard guard(device);
-  at::Tensor grad_input = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().device(device).dtype(p.dtype));
+  c10::cuda::CUDAGuard guard(p.device);
+  at::Tensor grad_input = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().device(p.device).dtype(p.dtype));
   backward_into(grad_output, self, target, reduction, beta, p.dtype, grad_input);
   return grad_input;
 }
@@ -229,7 +216,6 @@ at::Tensor backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, 
 void backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                        int64_t reduction, double beta, at::Tensor& grad_input) {
   const Plan p = check_backward(grad_output, self, target, reduction, beta, grad_input);
-  TORCH_CHECK(grad_input.is_cuda(), kBackward, ": grad_input must be a CUDA tensor, got ", grad_input.device());
   at::assert_no_internal_overlap(grad_input);
   c10::cuda::CUDAGuard guard(grad_input.device());
   // Write straight into grad_input (any strides) unless it shares memory with

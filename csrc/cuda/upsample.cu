@@ -200,9 +200,6 @@ void backward_out_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef output
                        at::Tensor& grad_input) {
   const Scale scales[3] = {sd, sh, sw};
   check_backward(mode, grad_output, output_size, input_size, scales, grad_input);
-  TORCH_CHECK(grad_input.device() == grad_output.device(), backward_name(mode),
-              ": grad_input must be on grad_output's device ", grad_output.device(), ", got ",
-              grad_input.device());
   at::assert_no_internal_overlap(grad_input);
   const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
   const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);

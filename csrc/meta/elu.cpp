@@ -17,8 +17,8 @@ at::Tensor forward_meta(const at::Tensor& self, const c10::Scalar& alpha, const 
 
 at::Tensor backward_meta(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
                          const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result) {
-  check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result);
-  return at::empty_like(grad_output, c10::MemoryFormat::Preserve);
+  const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result);
+  return at::empty_like(grad_output, grad_output.options().device(p.device), c10::MemoryFormat::Preserve);
 }
 
 void backward_out_meta(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,

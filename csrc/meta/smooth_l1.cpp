@@ -12,7 +12,7 @@ namespace {
 
 at::Tensor forward_meta(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
   const Plan p = check_forward(self, target, reduction, beta);
-  const auto options = self.options().dtype(p.dtype);
+  const auto options = self.options().dtype(p.dtype).device(p.device);
   if (reduction != kNone) return at::empty_symint({}, options);
   return at::empty_symint(p.shape, options);
 }
@@ -20,7 +20,7 @@ at::Tensor forward_meta(const at::Tensor& self, const at::Tensor& target, int64_
 at::Tensor backward_meta(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                          int64_t reduction, double beta) {
   const Plan p = check_backward(grad_output, self, target, reduction, beta);
-  return at::empty_symint(p.shape, self.options().dtype(p.dtype));
+  return at::empty_symint(p.shape, self.options().dtype(p.dtype).device(p.device));
 }
 
 void backward_out_meta(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,

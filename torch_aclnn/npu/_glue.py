@@ -57,9 +57,35 @@ def meta(x):
     return x
 
 
+def _cpu_scalar(x) -> bool:
+    return x.dim() == 0 and x.device.type == "cpu"
+
+
+def call_device(*tensors: torch.Tensor) -> torch.device:
+    """The call's device as the contracts' one-device rule picks it: that of
+    the first input that is not a 0-dim CPU tensor (else the first input's)."""
+    return next((t.device for t in tensors if not _cpu_scalar(t)), tensors[0].device)
+
+
 def validate(overload, *args, **kwargs) -> torch.Tensor:
-    """Runs the contract (the C++ Meta kernel) on meta copies; returns the meta result."""
-    return overload(*[meta(a) for a in args], **{k: meta(v) for k, v in kwargs.items()})
+    """Runs the contract (the C++ Meta kernel) on meta copies; returns the meta result.
+
+    Only the tensors on the call's device (and 0-dim CPU inputs) get meta
+    copies: a tensor on any other device is passed as it is, so that the
+    contract's one-device rule rejects the call, naming the call's device."""
+    device = call_device(*[a for a in args if isinstance(a, torch.Tensor)])
+
+    def stand_in(x):
+        if not isinstance(x, torch.Tensor) or x.device == device or _cpu_scalar(x):
+            return meta(x)
+        return x
+
+    try:
+        return overload(*[stand_in(a) for a in args], **{k: stand_in(v) for k, v in kwargs.items()})
+    except RuntimeError as e:
+        if device.type == "meta" or " is on meta" not in str(e):
+            raise
+        raise RuntimeError(str(e).replace(" is on meta", f" is on {device}")) from None
 
 
 def like(m: torch.Tensor, device) -> torch.Tensor:

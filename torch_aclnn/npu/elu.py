@@ -76,14 +76,16 @@ def elu_backward_kernel(grad_output, alpha, scale, input_scale, is_result, self_
     op = "elu_backward"
     overload = _ops.elu_backward.default
     m = _glue.validate(overload, grad_output, alpha, scale, input_scale, is_result, self_or_result)
+    device = _glue.call_device(grad_output, self_or_result)
     if grad_output.numel() == 0:
-        return _glue.like(m, grad_output.device)
+        return _glue.like(m, device)
     beyond = limits.beyond_split(op, _geometry(grad_output))
     if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, grad_output.device, grad_output, alpha, scale, input_scale,
+        return _glue.cpu_path(op, beyond, overload, device, grad_output, alpha, scale, input_scale,
                               is_result, self_or_result)
     opmath = _opmath(grad_output.dtype)
-    result = ATEN_BACKWARD(grad_output.to(opmath), alpha, scale, input_scale, is_result, self_or_result.to(opmath))
+    result = ATEN_BACKWARD(grad_output.to(device, opmath), alpha, scale, input_scale, is_result,
+                           self_or_result.to(device, opmath))
     return _glue.conform(result.to(grad_output.dtype), m)
 
 

@@ -54,7 +54,7 @@ def loss_kernel(self, target, reduction=MEAN, beta=1.0):
     op = "smooth_l1_loss"
     overload = _ops.smooth_l1_loss.default
     m = _glue.validate(overload, self, target, reduction, beta)
-    device = self.device
+    device = _glue.call_device(self, target)
     shape = torch.broadcast_shapes(self.shape, target.shape)
     if self.numel() == 0 or target.numel() == 0:
         return _glue.like(m, device).fill_(float("nan") if reduction == MEAN else 0.0)
@@ -62,7 +62,7 @@ def loss_kernel(self, target, reduction=MEAN, beta=1.0):
     if beyond is not None:
         return _glue.cpu_path(op, beyond, overload, device, self, target, reduction, beta)
     opmath = _opmath(m.dtype)
-    s, t = self.to(opmath).expand(shape), target.to(opmath).expand(shape)
+    s, t = self.to(device, opmath).expand(shape), target.to(device, opmath).expand(shape)
     return _glue.conform(ATEN_FORWARD(s, t, reduction, beta).to(m.dtype), m)
 
 
@@ -70,7 +70,7 @@ def backward_kernel(grad_output, self, target, reduction, beta):
     op = "smooth_l1_loss_backward"
     overload = _ops.smooth_l1_loss_backward.default
     m = _glue.validate(overload, grad_output, self, target, reduction, beta)
-    device = grad_output.device
+    device = _glue.call_device(grad_output, self, target)
     if m.numel() == 0:
         return _glue.like(m, device)
     beyond = limits.beyond_split(op, _geometry(m.dtype, grad_output, self, target))
@@ -78,8 +78,8 @@ def backward_kernel(grad_output, self, target, reduction, beta):
         return _glue.cpu_path(op, beyond, overload, device, grad_output, self, target, reduction, beta)
     dtype, shape = m.dtype, m.shape
     opmath = _opmath(dtype)
-    s, t = self.to(opmath).expand(shape), target.to(opmath).expand(shape)
-    g = grad_output.to(opmath)
+    s, t = self.to(device, opmath).expand(shape), target.to(device, opmath).expand(shape)
+    g = grad_output.to(device, opmath)
     st_shape = torch.broadcast_shapes(self.shape, target.shape)
     if reduction == MEAN and tuple(st_shape) != tuple(shape):
         # grad_output adds elements: 'none', then the spec's norm.
