@@ -120,3 +120,33 @@ def test_invalid_index_raises_on_device(op):
             torch.ops.torch_aclnn.max_unpool3d_backward(go, *args)
     # the device is still usable afterwards
     assert torch.ops.torch_aclnn.max_unpool3d(x, idx.clamp(max=63), [4, 4, 4], [2, 2, 2], [0, 0, 0]).isfinite().all()
+
+
+def test_elu_nan_gives_nan():
+    """NaN in, NaN out on the device too (aten's CUDA backward gives
+    grad * scale at x = NaN; the spec's rule, and aten CPU's, is NaN)."""
+    x = torch.tensor([float("nan"), -1.0, 2.0], device="cuda")
+    g = torch.ones(3, device="cuda")
+    for alpha, scale, input_scale in ((1.0, 1.0, 1.0), (1.3, 1.1, 0.7)):
+        assert torch.ops.torch_aclnn.elu(x, alpha, scale, input_scale)[0].isnan()
+        assert torch.ops.torch_aclnn.elu_backward(g, alpha, scale, input_scale, False, x)[0].isnan()
+        assert torch.ops.torch_aclnn.elu_backward(g, alpha, scale, input_scale, True, x)[0].isnan()
+
+
+@pytest.mark.parametrize("op", ["elu_backward", "smooth_l1_loss_backward"])
+def test_cpu_scalar_beside_device_tensors(op):
+    """A 0-dim CPU input beside CUDA tensors is accepted (as aten's elementwise
+    kernels accept a CPU scalar); any other CPU tensor is a tagged error."""
+    ops = torch.ops.torch_aclnn
+    x, g = torch.randn((), device="cuda"), torch.tensor(0.5)
+    if op == "elu_backward":
+        got = ops.elu_backward(g, 1.0, 1.0, 1.0, False, x)
+        want = ops.elu_backward(g.cuda(), 1.0, 1.0, 1.0, False, x)
+        bad = lambda: ops.elu_backward(torch.ones(3), 1.0, 1.0, 1.0, False, x.expand(3))  # noqa: E731
+    else:
+        got = ops.smooth_l1_loss_backward(g, x, torch.zeros((), device="cuda"), 1, 1.0)
+        want = ops.smooth_l1_loss_backward(g.cuda(), x, torch.zeros((), device="cuda"), 1, 1.0)
+        bad = lambda: ops.smooth_l1_loss_backward(torch.ones(3), x.expand(3), x.expand(3), 0, 1.0)  # noqa: E731
+    assert got.device == x.device and torch.equal(got, want)
+    with pytest.raises(RuntimeError, match=r"\[torch_aclnn 161002\] " + op + r": \w+ is on cuda:0, but grad_output is on cpu"):
+        bad()
