@@ -43,6 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from .ops.elu import celu_params
+
 __all__ = ["patch", "unpatch", "patched", "is_patched", "patch_stats", "reset_patch_stats", "PatchStats",
            "ROUTED_FUNCTIONS"]
 
@@ -216,7 +218,11 @@ class _Router:
         why = _tensor_ok(input, self.devices["elu"])
         if why:
             return why
-        if not _number(alpha) or alpha == 0:
+        if not _number(alpha):
+            return f"alpha={alpha!r}"
+        try:  # celu's own rule on alpha (0, or 1 / alpha beyond the compute type)
+            celu_params(input, alpha)
+        except ValueError:
             return f"alpha={alpha!r}"
         return self.ta.celu(input, alpha)
 

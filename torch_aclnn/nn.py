@@ -33,8 +33,7 @@ import warnings
 import torch
 from torch import Tensor
 
-from .ops._common import invalid
-from .ops.elu import SELU_ALPHA, SELU_SCALE, celu, elu, selu
+from .ops.elu import SELU_ALPHA, SELU_SCALE, celu, celu_params, elu, selu
 from .ops.max_unpool import max_unpool3d
 from .ops.smooth_l1 import smooth_l1_loss
 from .ops.upsample import upsample_nearest3d, upsample_nearest_exact3d
@@ -118,9 +117,8 @@ class CELU(torch.nn.CELU):
 
     def forward(self, input: Tensor) -> Tensor:
         if self.inplace:
-            if self.alpha == 0:
-                raise invalid("celu", "alpha must not be 0 (input_scale = 1 / alpha), got 0")
-            return _elu_inplace(input, self.alpha, 1.0, 1.0 / self.alpha)
+            alpha, input_scale = celu_params(input, self.alpha)
+            return _elu_inplace(input, alpha, 1.0, input_scale)
         return celu(input, self.alpha)
 
 

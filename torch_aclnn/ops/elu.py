@@ -15,11 +15,13 @@ Where things live:
 """
 from __future__ import annotations
 
+import math
+import sys
 from typing import Optional
 
 import torch
 
-from ._common import invalid, register_autograd, require
+from ._common import bool_arg, invalid, real_arg, register_autograd, require
 
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
@@ -37,6 +39,12 @@ def _no_inplace(op: str, inplace: bool) -> None:
             f"use `x = torch_aclnn.{op}(x)` instead")
 
 
+def _params(op: str, **params) -> list:
+    """alpha, scale, input_scale: real numbers (the contract then checks that
+    they fit the compute type, naming the same arguments)."""
+    return [real_arg(op, name, value) for name, value in params.items()]
+
+
 def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale: float = 1.0,
         input_scale: float = 1.0) -> torch.Tensor:
     """``F.elu(input, alpha)``; ``scale`` and ``input_scale`` expose the full
@@ -49,6 +57,7 @@ def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale
     """
     require("elu", input=input, alpha=alpha, scale=scale, input_scale=input_scale)
     _no_inplace("elu", inplace)
+    alpha, scale, input_scale = _params("elu", alpha=alpha, scale=scale, input_scale=input_scale)
     return _ops.elu(input, alpha, scale, input_scale)
 
 
@@ -60,16 +69,44 @@ def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     return _ops.elu(input, SELU_ALPHA, SELU_SCALE, 1.0)
 
 
+_FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
+def celu_params(input: torch.Tensor, alpha) -> tuple:
+    """CELU's (alpha, input_scale = 1 / alpha), checked as celu's own
+    arguments. alpha is any real number but 0 (NaN and +-inf included, as in
+    F.celu) such that alpha and 1 / alpha are representable in the compute
+    type: float64 for float64 tensors, float32 otherwise. So a tiny alpha
+    whose reciprocal overflows (|alpha| < 1 / 3.4e38 for float32 input,
+    about 5.6e-309 for float64) is a contract error naming alpha."""
+    op = "celu"
+    alpha = real_arg(op, "alpha", alpha)
+    if isinstance(alpha, (torch.SymInt, torch.SymFloat)):
+        return alpha, 1.0 / alpha
+    if alpha == 0:
+        raise invalid(op, "alpha must not be 0 (input_scale = 1 / alpha), got 0")
+    dtype = getattr(input, "dtype", None)
+    wide = dtype == torch.float64
+    inv = 1.0 / alpha
+    if math.isfinite(alpha):
+        limit, compute = (sys.float_info.max, "float64") if wide else (_FLOAT32_MAX, "float32")
+        if not abs(alpha) <= limit:
+            raise invalid(op, f"alpha must fit in {compute} (the compute type of {dtype} tensors), got {alpha!r}")
+        if not abs(inv) <= limit:
+            raise invalid(op, f"1 / alpha (celu's input_scale) must fit in {compute} (the compute type of {dtype} "
+                          f"tensors), so |alpha| must be at least about {1 / limit:.3g}, got alpha={alpha!r}")
+    return alpha, inv
+
+
 def celu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torch.Tensor:
     """``F.celu(input, alpha)``: :func:`elu` with scale = 1 and
-    input_scale = 1 / alpha (alpha must not be 0)."""
+    input_scale = 1 / alpha. alpha must not be 0, and 1 / alpha must be
+    finite in the compute type (float32 but for float64 tensors), see
+    :func:`celu_params`."""
     require("celu", input=input, alpha=alpha)
     _no_inplace("celu", inplace)
-    if isinstance(alpha, (bool, complex)):  # let the operator's contract name the type
-        return _ops.elu(input, alpha, 1.0, alpha)
-    if alpha == 0:
-        raise invalid("celu", "alpha must not be 0 (input_scale = 1 / alpha), got 0")
-    return _ops.elu(input, alpha, 1.0, 1.0 / alpha)
+    alpha, input_scale = celu_params(input, alpha)
+    return _ops.elu(input, alpha, 1.0, input_scale)
 
 
 def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_scale: float, is_result: bool,
@@ -86,6 +123,8 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
     """
     require("elu_backward", grad_output=grad_output, alpha=alpha, scale=scale, input_scale=input_scale,
             is_result=is_result, self_or_result=self_or_result)
+    alpha, scale, input_scale = _params("elu_backward", alpha=alpha, scale=scale, input_scale=input_scale)
+    is_result = bool_arg("elu_backward", "is_result", is_result)
     if out is not None:
         if torch.is_grad_enabled() and (grad_output.requires_grad or self_or_result.requires_grad):
             raise RuntimeError(

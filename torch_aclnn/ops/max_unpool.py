@@ -12,25 +12,18 @@ Where things live:
 """
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import invalid, register_autograd, require
+from ._common import INT64_MAX, int_array, int_list, invalid, register_autograd, require
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
 _ops = torch.ops.torch_aclnn
 
 Size3 = Union[int, Sequence[int]]
-
-
-def _triple(op: str, name: str, value) -> list:
-    if isinstance(value, (list, tuple, torch.Size)):
-        if len(value) != 3:
-            raise invalid(op, f"{name} must be an int or have 3 elements (D, H, W), got {list(value)}")
-        return list(value)
-    return [value] * 3
 
 
 def _unpool_output_size(op: str, input: torch.Tensor, kernel_size: list, stride: list, padding: list,
@@ -41,18 +34,37 @@ def _unpool_output_size(op: str, input: torch.Tensor, kernel_size: list, stride:
     spatial = input.shape[-3:]
     default = [(spatial[d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(3)]
     if output_size is None:
+        _check_default_size(op, input, default, kernel_size, stride, padding)
         return default
-    output_size = list(output_size)
+    output_size = int_list(op, "output_size", output_size, lengths=(3, 5), scalar=False,
+                           what="3 (D, H, W) or 5 elements")
     if len(output_size) == 5:
         output_size = output_size[2:]
-    if len(output_size) != 3:
-        raise invalid(op, f"output_size must have 3 (D, H, W) or 5 elements, got {output_size}")
     for d in range(3):
         lo, hi = default[d] - stride[d], default[d] + stride[d]
         if not (lo < output_size[d] < hi):
             raise invalid(op, f"output_size[{d}] must be strictly between {lo} and {hi} (the default size "
                           f"{default[d]} -/+ stride[{d}]), got output_size {output_size}")
     return output_size
+
+
+def _check_default_size(op: str, input: torch.Tensor, default: list, kernel_size: list, stride: list,
+                        padding: list) -> None:
+    """The default output size is computed from the user's kernel_size,
+    stride and padding, so its errors name them (where it is concrete)."""
+    if not all(isinstance(v, int) for v in default):
+        return
+    given = f"from kernel_size {kernel_size}, stride {stride}, padding {padding} and input shape {list(input.shape)}"
+    if any(v <= 0 for v in default):
+        raise invalid(op, f"the output size (in - 1) * stride + kernel_size - 2 * padding must be > 0 on every "
+                      f"axis, got {default} {given} (padding too large for kernel_size and stride)")
+    if math.prod(default) > INT64_MAX:
+        raise invalid(op, f"the output size (in - 1) * stride + kernel_size - 2 * padding has a volume that "
+                      f"overflows int64, got {default} {given}")
+    spatial = list(input.shape[-3:])
+    if all(isinstance(v, int) for v in spatial) and math.prod(default) < math.prod(spatial):
+        raise invalid(op, f"the output size (in - 1) * stride + kernel_size - 2 * padding must have at least "
+                      f"as many elements as the input's D*H*W ({math.prod(spatial)}), got {default} {given}")
 
 
 def max_unpool3d(input: torch.Tensor, indices: torch.Tensor, kernel_size: Size3,
@@ -67,20 +79,23 @@ def max_unpool3d(input: torch.Tensor, indices: torch.Tensor, kernel_size: Size3,
     outside [0, oD*oH*oW) raises IndexError.
 
     ``stride`` defaults to ``kernel_size``; the output size defaults to
-    ``(in - 1) * stride + kernel_size - 2 * padding`` per axis, exactly as in
+    ``(in - 1) * stride + kernel_size - 2 * padding`` per axis, as in
     ``F.max_unpool3d``. Works on 4-D (N, D, H, W) and 5-D (N, C, D, H, W)
     input of any dtype but bool and complex (int64 included).
+
+    ``kernel_size``, ``stride`` and ``padding`` are an int or 3 ints
+    (``kernel_size`` and ``stride`` > 0); ``output_size`` is 3 or 5 ints.
+    Anything else raises the contract's TypeError / ValueError naming the
+    argument.
     """
     op = "max_unpool3d"
-    require(op, input=input, indices=indices, kernel_size=kernel_size)
+    require(op, input=input, indices=indices, kernel_size=kernel_size, padding=padding)
     if input.dim() not in (4, 5):
         raise invalid(op, f"input must be 4-D (N, D, H, W) or 5-D (N, C, D, H, W), got {input.dim()}-D "
                       f"with shape {list(input.shape)}")
-    kernel_size = _triple(op, "kernel_size", kernel_size)
-    if any(k <= 0 for k in kernel_size):
-        raise invalid(op, f"kernel_size elements must be > 0, got {kernel_size}")
-    stride = kernel_size if stride is None else _triple(op, "stride", stride)
-    padding = _triple(op, "padding", padding)
+    kernel_size = int_list(op, "kernel_size", kernel_size, minimum=1)
+    stride = kernel_size if stride is None else int_list(op, "stride", stride, minimum=1)
+    padding = int_list(op, "padding", padding)
     size = _unpool_output_size(op, input, kernel_size, stride, padding, output_size)
     return _ops.max_unpool3d(input, indices, size, stride, padding)
 
@@ -99,6 +114,9 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
     """
     require("max_unpool3d_backward", grad_output=grad_output, self=self, indices=indices,
             output_size=output_size, stride=stride, padding=padding)
+    op = "max_unpool3d_backward"
+    output_size, stride, padding = (int_array(op, "output_size", output_size), int_array(op, "stride", stride),
+                                    int_array(op, "padding", padding))
     if out is not None:
         _ops.max_unpool3d_backward.grad_input(grad_output, self, indices, output_size, stride, padding,
                                               grad_input=out)

@@ -23,7 +23,7 @@ from typing import Optional, Union
 
 import torch
 
-from ._common import invalid, register_autograd, require
+from ._common import invalid, real_arg, register_autograd, require
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward"]
 
@@ -56,7 +56,7 @@ def smooth_l1_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reducti
     """
     op = "smooth_l1_loss"
     require(op, input=input, target=target, reduction=reduction, beta=beta)
-    return _ops.smooth_l1_loss(input, target, _reduction(op, reduction), beta)
+    return _ops.smooth_l1_loss(input, target, _reduction(op, reduction), real_arg(op, "beta", beta))
 
 
 def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, target: torch.Tensor,
@@ -73,6 +73,7 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
     op = "smooth_l1_loss_backward"
     require(op, grad_output=grad_output, input=input, target=target, reduction=reduction, beta=beta)
     r = _reduction(op, reduction)
+    beta = real_arg(op, "beta", beta)
     if out is not None:
         _ops.smooth_l1_loss_backward.grad_input(grad_output, input, target, r, beta, grad_input=out)
         return out

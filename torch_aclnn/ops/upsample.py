@@ -11,12 +11,12 @@ Where things live:
 """
 from __future__ import annotations
 
-import math
 from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import invalid, register_autograd, require
+from ._common import (int_arg, int_array, invalid, optional_real, positive_scale, register_autograd, require,
+                      scaled_size)
 
 __all__ = [
     "upsample_nearest3d",
@@ -31,12 +31,18 @@ Size3 = Union[int, Sequence[int]]
 Scale3 = Union[float, Sequence[float]]
 
 
-def _triple(op: str, name: str, value, kind):
+def _triple(op: str, name: str, value, element):
+    """``value`` (one element, or 3 as a list / tuple / torch.Size) as 3
+    elements, each checked by ``element(op, name, v, shown=value)``."""
     if isinstance(value, (list, tuple, torch.Size)):
         if len(value) != 3:
             raise invalid(op, f"{name} must have 3 elements (D, H, W) for 5-D input, got {list(value)}")
-        return [kind(v) if not isinstance(v, torch.SymInt) else v for v in value]
-    return [value] * 3
+        return [element(op, name, v, shown=value) for v in value]
+    return [element(op, name, value)] * 3
+
+
+def _size_element(op: str, name: str, value, shown=None):
+    return int_arg(op, name, value, minimum=1, shown=shown)
 
 
 def _resolve(op: str, input: torch.Tensor, size, scale_factor, recompute_scale_factor):
@@ -50,9 +56,10 @@ def _resolve(op: str, input: torch.Tensor, size, scale_factor, recompute_scale_f
     if size is not None:
         if recompute_scale_factor:
             raise invalid(op, "recompute_scale_factor=True needs scale_factor, got size")
-        return _triple(op, "size", size, int), (None, None, None)
-    factors = _triple(op, "scale_factor", scale_factor, float)
-    output_size = [math.floor(torch.sym_float(input.shape[2 + i]) * factors[i]) for i in range(3)]
+        return _triple(op, "size", size, _size_element), (None, None, None)
+    factors = _triple(op, "scale_factor", scale_factor, positive_scale)
+    output_size = [scaled_size(op, "scale_factor", input.shape[2 + i], factors[i], "DHW"[i], scale_factor)
+                   for i in range(3)]
     if recompute_scale_factor:
         return output_size, (None, None, None)
     return output_size, tuple(factors)
@@ -81,12 +88,23 @@ def upsample_nearest_exact3d(input: torch.Tensor, size: Optional[Size3] = None,
     return _ops.upsample_nearest_exact3d(input, output_size, *scales)
 
 
+def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_w):
+    """The backward operators' arguments as given, their element types
+    checked (the contract checks lengths and values, naming the same
+    arguments)."""
+    return (int_array(op, "output_size", output_size), int_array(op, "input_size", input_size),
+            optional_real(op, "scales_d", scales_d), optional_real(op, "scales_h", scales_h),
+            optional_real(op, "scales_w", scales_w))
+
+
 def upsample_nearest3d_backward(grad_output: torch.Tensor, output_size: Sequence[int], input_size: Sequence[int],
                                 scales_d: Optional[float] = None, scales_h: Optional[float] = None,
                                 scales_w: Optional[float] = None, *,
                                 out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """aclnnUpsampleNearest3dBackward: the exact adjoint of :func:`upsample_nearest3d`."""
     require("upsample_nearest3d_backward", grad_output=grad_output, output_size=output_size, input_size=input_size)
+    output_size, input_size, scales_d, scales_h, scales_w = _backward_args(
+        "upsample_nearest3d_backward", output_size, input_size, scales_d, scales_h, scales_w)
     if out is not None:
         _ops.upsample_nearest3d_backward.grad_input(
             grad_output, output_size, input_size, scales_d, scales_h, scales_w, grad_input=out)
@@ -101,6 +119,8 @@ def upsample_nearest_exact3d_backward(grad_output: torch.Tensor, output_size: Se
     """aclnnUpsampleNearestExact3dBackward: the exact adjoint of :func:`upsample_nearest_exact3d`."""
     require("upsample_nearest_exact3d_backward", grad_output=grad_output, output_size=output_size,
             input_size=input_size)
+    output_size, input_size, scales_d, scales_h, scales_w = _backward_args(
+        "upsample_nearest_exact3d_backward", output_size, input_size, scales_d, scales_h, scales_w)
     if out is not None:
         _ops.upsample_nearest_exact3d_backward.grad_input(
             grad_output, output_size, input_size, scales_d, scales_h, scales_w, grad_input=out)
