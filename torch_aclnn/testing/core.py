@@ -3,8 +3,8 @@
 Each operator family describes its operators once, in
 ``torch_aclnn/testing/<family>.py``, as :class:`OpInfo` objects: how to make
 sample inputs, a float64 reference written from the spec, the inputs that
-must raise (one per contract-error row), and the aten counterpart where the
-spec promises bitwise equality. Generic tests (``tests/test_common.py``) and
+must raise (one per contract-error row), and the aten counterpart with the
+samples whose results equal aten's bitwise. Generic tests (``tests/test_common.py``) and
 ``python -m torch_aclnn check`` iterate over them.
 """
 from __future__ import annotations
@@ -90,7 +90,9 @@ class SampleInput:
     kwargs: dict = dataclasses.field(default_factory=dict)
     desc: str = ""
     layout: str = "contiguous"
-    # True when the spec promises our result equals aten's bitwise (fp32/fp64).
+    # True when this sample's result equals aten's bitwise (fp32/fp64); set
+    # per sample, since for some sizes aten's index arithmetic rounds
+    # differently (docs/ops/upsample.md).
     exact_vs_aten: bool = False
 
     def __repr__(self) -> str:  # short ids in pytest output

@@ -57,9 +57,12 @@ def reference_backward(mode, grad_output, output_size, input_size, scales_d=None
 # "not given"; exact_vs_aten marks where aten CPU gives the same bits.
 
 def exact_vs_aten(mode: str, in_size, output_size, scales, backward: bool) -> bool:
-    """Whether aten CPU computes the same index mapping (so equal bits).
+    """Whether aten CPU computes the same index mapping for this sample (so
+    equal bits). The samples avoid the sizes where aten's forward rounds its
+    float index arithmetic differently from the spec's rule (float64, and
+    nearest-exact in every dtype; see docs/ops/upsample.md).
 
-    aten decides per axis whether to use a scale (we use them all-or-nothing),
+    Besides, aten decides per axis whether to use a scale (we use them all-or-nothing),
     and its nearest backward kernel short-cuts out == in and out == 2*in,
     ignoring a given scale there (spec §1, pytorch#97135; its forward does not)."""
     given = [s is not None and s > 0 for s in scales]
