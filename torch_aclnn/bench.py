@@ -23,7 +23,7 @@ chart of the ratios (needs matplotlib). Operators without a kernel for the
 device in this build are skipped with a note. On CUDA the tensors live on the
 current GPU and every timed block ends with a synchronize (torch.utils.benchmark
 does this for CUDA), so times are device times plus launch cost; targets are
-issue 8's (bench_cases.targets). Speed is reported, never asserted: the exit
+bench_cases.targets'. Speed is reported, never asserted: the exit
 status is 0 unless the harness itself fails.
 """
 from __future__ import annotations
@@ -496,7 +496,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-run-time", type=float, help="blocked_autorange min_run_time per timer and round")
     p.add_argument("--threads", type=int, help="torch threads (default: torch.get_num_threads())")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                   help="where the tensors live (default cpu; cuda times against aten CUDA with issue 8's targets)")
+                   help="where the tensors live (default cpu; cuda times against aten CUDA with the CUDA targets of bench_cases.targets)")
 
 
 def select(ops=None, dtypes=None) -> list:

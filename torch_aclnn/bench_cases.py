@@ -2,7 +2,7 @@
 
 Each :class:`Case` pairs one torch_aclnn call with the aten call a user would
 otherwise make, on the same tensors. ``build(size)`` creates the tensors for a
-size level ("full": the sizes issue 6 names, "quick": about 8x smaller,
+size level ("full": the CPU targets' sizes, "quick": about 8x smaller,
 "tiny": smoke-test sizes whose timings mean nothing) and returns a
 :class:`Setup`: the two callables and the tensors each reads, from which the
 harness derives the logical traffic (each tensor read or written once) and
@@ -143,7 +143,7 @@ def _upsample_cases():
         for mode, scale, cl in configs:
             fwd, aten_fwd, aten_bwd = _UPSAMPLE[mode]
             name = f"scale {scale:g} {'channels_last_3d' if cl else 'NCDHW'}"
-            # issue 6 targets (aten time / ours)
+            # CPU targets (aten time / ours)
             if mode == "nearest":
                 ratio = (3.0 if scale == 2.0 else 2.0) if dtype == torch.float32 else 2.0
             else:
@@ -362,7 +362,7 @@ def _overhead_cases():
 def targets(case: Case, device: str) -> tuple:
     """(ratio, % of reference, overhead) the case is judged against on ``device``.
 
-    CPU: the case's own (issue 6). CUDA (issue 8, on an H100-class GPU): every
+    CPU: the case's own. CUDA (on an H100-class GPU): every
     backward >= 1.0x aten CUDA, upsample backwards at scale 2 >= 1.5x, and the
     elementwise backwards (elu, smooth_l1 'none') >= 80% of the bandwidth
     reference; forwards and 1-element calls are reported without a target.

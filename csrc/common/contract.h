@@ -20,9 +20,6 @@
 #include <sstream>
 #include <string>
 
-#define TORCH_ACLNN_ERR_PARAM_NULLPTR 161001
-#define TORCH_ACLNN_ERR_PARAM_INVALID 161002
-
 #define ACLNN_CHECK_TYPE(cond, op, ...) \
   TORCH_CHECK_TYPE(cond, "[torch_aclnn 161002] ", op, ": ", __VA_ARGS__)
 #define ACLNN_CHECK_VALUE(cond, op, ...) \

@@ -22,8 +22,6 @@ from ._backend import is_available, torch_npu, unavailable_reason  # noqa: F401
 from ._glue import KERNELS, DeviceLimitWarning  # noqa: F401
 
 # One module per operator family, each registering its kernels on import.
-FAMILIES = ("upsample", "elu", "smooth_l1", "max_unpool")
-
 from . import upsample  # noqa: E402,F401
 from . import elu  # noqa: E402,F401
 from . import smooth_l1  # noqa: E402,F401
