@@ -49,6 +49,12 @@ def test_info(capsys):
     assert data.keys() == dict(info_rows()).keys()
     assert "cpu" in data["operators"]["max_unpool3d_backward"] and "meta" in data["operators"]["elu"]
     assert len(data["operators"]) == 10
+    # The NPU kernels are registered everywhere; without an NPU they are marked unusable.
+    elu = data["operators"]["elu"]
+    if data["Ascend NPU available"] == "True":
+        assert "npu" in elu and "unusable" not in elu
+    else:
+        assert "npu (registered, unusable: no NPU" in elu
 
 
 def test_console_script_declared():

@@ -119,9 +119,11 @@ def info_rows() -> list[tuple[str, object]]:
     npu_package, npu_available = _npu_status()
     ops = sorted(n for n in dir(torch.ops.torch_aclnn) if not n.startswith("_")
                  and isinstance(getattr(torch.ops.torch_aclnn, n), torch._ops.OpOverloadPacket))
+    # A registered NPU kernel is usable only where an NPU is: say so beside it.
+    npu_name = "npu" if npu_available == "True" else "npu (registered, unusable: no NPU, see above)"
     backends = {}
     for op in ops:
-        have = [name for key, name in _BACKENDS
+        have = [npu_name if name == "npu" else name for key, name in _BACKENDS
                 if torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", key)]
         backends[op] = ", ".join(have) or "none"
     return [
