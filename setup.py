@@ -16,6 +16,7 @@ Environment switches:
   TORCH_ACLNN_CPU_ISAS    comma list of ISA variants to build (default: all for the arch)
 """
 import glob
+import json
 import os
 import platform
 
@@ -141,10 +142,28 @@ def extensions():
     return exts
 
 
+BUILD_INFO = "_build_info.json"  # read by torch_aclnn/_loader.py before it loads any .so
+
+
+class BuildWithInfo(BuildExtension.with_options(use_ninja=True)):
+    """build_ext that also records, next to the modules it builds, the torch
+    they were built against: a C++ extension loads only under that torch, and
+    the loader says so instead of failing on an undefined symbol."""
+
+    def run(self):
+        super().run()
+        out = os.path.dirname(self.get_ext_fullpath("torch_aclnn._C"))
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, BUILD_INFO), "w") as f:
+            json.dump({"torch": torch.__version__}, f)
+            f.write("\n")
+
+
 if __name__ == "__main__":  # (tests/test_build.py imports this file for cxx_runtime_flags)
     setup(
         name="torch_aclnn",
         packages=find_packages(include=["torch_aclnn", "torch_aclnn.*"]),
+        package_data={"torch_aclnn": [BUILD_INFO]},
         ext_modules=extensions(),
-        cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+        cmdclass={"build_ext": BuildWithInfo},
     )

@@ -78,3 +78,38 @@ def test_a_contract_error_raises_in_a_child_process():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
     assert proc.stdout.startswith("raised [torch_aclnn 161002] upsample_nearest3d:"), proc.stdout
+
+
+def test_build_records_its_torch():
+    """setup.py writes the torch it built against next to the modules."""
+    import json
+
+    info = Path(torch_aclnn.__file__).with_name("_build_info.json")
+    assert info.is_file(), "the build did not record its torch (setup.py's BuildWithInfo)"
+    import torch
+
+    assert json.loads(info.read_text())["torch"].split("+")[0] == torch.__version__.split("+")[0]
+
+
+def test_build_for_another_torch_is_refused_at_import(tmp_path):
+    """A build recorded for another torch release fails at import with a
+    message naming both versions and how to rebuild, before any .so is
+    loaded (a real mismatch would otherwise fail on an undefined symbol, or
+    crash). Another local build of the same release (+cpu, +cu130) loads."""
+    import sys
+
+    import torch
+    from torch_aclnn import _loader
+
+    _loader.check_build(torch.__version__.split("+")[0] + "+cu999")  # same release: accepted
+    with pytest.raises(ImportError, match=r"(?s)built against torch 1\.13\.1, but this Python imports torch "
+                                          + torch.__version__.replace("+", r"\+") + r".*pip install --no-build"):
+        _loader.check_build("1.13.1")
+    # End to end: the package's Python files with a record for another torch.
+    pkg = Path(torch_aclnn.__file__).parent
+    shutil.copytree(pkg, tmp_path / "torch_aclnn", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    (tmp_path / "torch_aclnn" / "_build_info.json").write_text('{"torch": "2.6.0"}\n')
+    r = subprocess.run([sys.executable, "-c", "import torch_aclnn"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "ImportError: torch_aclnn's C++ extension was built against torch 2.6.0" in r.stderr, r.stderr
