@@ -126,6 +126,15 @@ def extensions():
             )
         )
     cpu_sources = sorted(glob.glob(f"{CSRC}/cpu/*.cpp"))
+    # -ffp-contract=off: GCC's default for GNU C++ (fast) fuses a * b + c into
+    # one FMA, also across at::vec intrinsics, where the ISA has FMA (the avx2
+    # and avx512 variants: -mfma) but not in the default variant, so the same
+    # source would round differently per variant. Off, every variant does the
+    # same IEEE operations per element, which smooth_l1's reductions rely on
+    # for their same-bits-in-every-variant sums. (No CPU kernel had a fused
+    # operation before this flag: objdump finds no vfmadd/vfmsub/vfnmadd in
+    # any variant; explicit fmadd intrinsics are unaffected by the flag.)
+    cpu_cxx = cxx + ["-ffp-contract=off"]
     for isa in _isas():
         flags, capability = _ISAS[isa]
         defines = [f"-DCPU_CAPABILITY={capability}", f"-DCPU_CAPABILITY_{capability}",
@@ -135,7 +144,7 @@ def extensions():
                 f"torch_aclnn._cpu_{isa}",
                 cpu_sources,
                 include_dirs=include_dirs,
-                extra_compile_args={"cxx": cxx + flags + defines},
+                extra_compile_args={"cxx": cpu_cxx + flags + defines},
                 extra_link_args=ldflags,
             )
         )
