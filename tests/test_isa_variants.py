@@ -74,3 +74,130 @@ def test_isa_variant(isa):
                        text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert int(r.stdout.split()[-1]) > 0
+
+
+# torch_aclnn's own reductions (smooth_l1_loss 'mean' / 'sum') must give the same bits under every
+# instruction set, not only results close to the reference. The inputs are made once, here, and
+# loaded by every variant (torch's own random generators need not give the same bits per ISA).
+# Magnitudes 2^-20 .. 2^20 (float16: 2^-24 .. 2^0, so that its sums stay finite): a different order
+# of additions rounds differently. Sizes: under one vector, full vectors and tails (not multiples of
+# 16 or 32), one chunk (16384 elements) exactly, and several chunks with a tail; operands dense,
+# broadcast, strided and transposed; 1 and 2 threads.
+REDUCTION_SCRIPT = r"""
+import sys, torch, torch_aclnn
+from torch_aclnn import _loader
+assert _loader.cpu_isa == "_cpu_" + EXPECTED, (_loader.cpu_isa, torch.backends.cpu.get_cpu_capability())
+cases = torch.load(sys.argv[1])
+ops = torch.ops.torch_aclnn
+lines = []
+for threads in (1, 2):
+    torch.set_num_threads(threads)
+    for key, a, b in cases:
+        for reduction in (1, 2):
+            for beta in (1.0, 0.25, 0.0):
+                out = ops.smooth_l1_loss(a, b, reduction, beta)
+                lines.append(f"{key} r{reduction} b{beta} t{threads} {out.double().item().hex()}")
+print("\n".join(lines))
+"""
+
+
+def _reduction_cases():
+    g = torch.Generator().manual_seed(1234)
+
+    def values(shape, dtype):
+        lo, hi = (-24, 1) if dtype == torch.float16 else (-20, 21)
+        x = torch.randn(shape, generator=g, dtype=torch.float64)
+        return (x * torch.exp2(torch.randint(lo, hi, shape, generator=g).double())).to(dtype)
+
+    cases = []
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        name = str(dtype).split(".")[-1]
+        for n in (7, 16, 33, 257, 1000, 16384, 16384 * 3 + 45, 100003):
+            cases.append((f"{name} dense {n}", values((n,), dtype), values((n,), dtype)))
+        # broadcast: target (1, 999) against self (37, 999), and a column against a row
+        cases.append((f"{name} bcast-row", values((37, 999), dtype), values((1, 999), dtype)))
+        cases.append((f"{name} bcast-outer", values((211, 1), dtype), values((1, 307), dtype)))
+        # strided and transposed (non-contiguous) operands, 2+ chunks
+        s, t = values((173, 2 * 211), dtype), values((211, 173), dtype)
+        cases.append((f"{name} strided-transposed", s[:, ::2], t.t()))
+        cases.append((f"{name} strided-3d", values((9, 41, 3 * 59), dtype)[..., 1::3], values((9, 41, 59), dtype)))
+    return cases
+
+
+def test_own_reductions_bitwise_equal_across_isas(tmp_path):
+    capabilities = {"AVX512": ["avx512", "avx2", "default"], "AVX2": ["avx2", "default"]}.get(
+        torch.backends.cpu.get_cpu_capability(), [])
+    if len(capabilities) < 2:
+        pytest.skip(f"only one instruction set on this CPU ({torch.backends.cpu.get_cpu_capability()})")
+    path = tmp_path / "cases.pt"
+    torch.save(_reduction_cases(), path)
+    results = {}
+    for isa in capabilities:
+        env = dict(os.environ, ATEN_CPU_CAPABILITY=isa)
+        r = subprocess.run([sys.executable, "-c", f"EXPECTED = {isa!r}\n" + REDUCTION_SCRIPT, str(path)], env=env,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        results[isa] = dict(line.rsplit(" ", 1) for line in r.stdout.splitlines())
+        assert len(results[isa]) > 0
+    first = capabilities[0]
+    for isa in capabilities[1:]:
+        assert results[isa].keys() == results[first].keys()
+        diff = [f"{k}: {first} {results[first][k]}, {isa} {results[isa][k]}"
+                for k in results[first] if results[isa][k] != results[first][k]]
+        assert not diff, f"{len(diff)} of {len(results[first])} results differ:\n" + "\n".join(diff[:40])
+
+
+def _fixed_order_sum(losses):
+    """smooth_l1's float64 sum of `losses` (flat, in the TensorIterator's order) in the documented order:
+    chunks of 16384 elements; element p of a chunk added to lane p % 16, each lane in order from +0.0;
+    a chunk's 16 lanes added pairwise (lane k + lane k + w, for w = 8, 4, 2, 1); the chunk sums pairwise
+    (halves; 8 or fewer in order)."""
+    import numpy as np
+
+    x = losses.double().flatten().numpy()
+    chunks = []
+    for c in range(0, len(x), 16384):
+        part = x[c:c + 16384]
+        padded = np.zeros(-(-len(part) // 16) * 16)
+        padded[:len(part)] = part
+        lanes = np.add.accumulate(padded.reshape(-1, 16), axis=0)[-1].copy()  # in order, per lane
+        w = 8
+        while w >= 1:
+            lanes[:w] = lanes[:w] + lanes[w:2 * w]
+            w //= 2
+        chunks.append(float(lanes[0]))
+
+    def pairwise(p):
+        if len(p) <= 8:
+            s = 0.0
+            for v in p:
+                s += v
+            return s
+        h = len(p) // 2
+        return pairwise(p[:h]) + pairwise(p[h:])
+
+    return pairwise(chunks)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_own_reductions_follow_the_fixed_order(dtype):
+    """The order of additions that makes the sums the same in every build, checked against a model of it
+    in Python: on a machine with one instruction set too, a sum whose order follows the vector width
+    differs from the model. float32/float64 only: there the 'none' losses are the opmath losses the
+    reduction adds."""
+    g = torch.Generator().manual_seed(99)
+    cases = []
+    for n in (7, 16, 33, 257, 1000, 16384, 16384 * 3 + 45, 100003):
+        cases.append(((n,), (n,)))
+    cases.append(((37, 999), (1, 999)))  # broadcast: rows of 999 (not whole groups of lanes)
+    for self_shape, target_shape in cases:
+        a, b = (torch.randn(s, generator=g, dtype=torch.float64)
+                * torch.exp2(torch.randint(-20, 21, s, generator=g).double()) for s in (self_shape, target_shape))
+        a, b = a.to(dtype), b.to(dtype)
+        for beta in (1.0, 0.25, 0.0):
+            total = _fixed_order_sum(torch.ops.torch_aclnn.smooth_l1_loss(a, b, 0, beta))
+            n = a.expand(torch.broadcast_shapes(a.shape, b.shape)).numel()
+            for reduction, want in ((2, total), (1, total / n)):
+                got = torch.ops.torch_aclnn.smooth_l1_loss(a, b, reduction, beta).double().item().hex()
+                want = torch.tensor(want, dtype=torch.float64).to(dtype).double().item().hex()
+                assert got == want, (self_shape, target_shape, beta, reduction)

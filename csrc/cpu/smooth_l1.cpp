@@ -19,10 +19,13 @@
 // 'mean' / 'sum' reduce deterministically: the broadcast elements, in the
 // TensorIterator's order, are cut into fixed chunks of kChunk elements (fixed
 // boundaries, whatever the thread count). Each chunk sums its opmath losses in
-// float64 vector lanes; the chunk sums are then added pairwise in a fixed
-// order. The result therefore does not depend on the number of threads, and
-// its error is that of the per-element opmath losses plus ~1 rounding of the
-// output dtype ('mean' divides the float64 sum by the element count).
+// kLanes float64 lanes (element p in lane p % kLanes, whatever the vector
+// width); the lanes, then the chunk sums, are added pairwise in a fixed order.
+// The result therefore depends neither on the number of threads nor on the
+// instruction set the kernels were built for (default, AVX2, AVX-512: the
+// same bits), and its error is that of the per-element opmath losses plus ~1
+// rounding of the output dtype ('mean' divides the float64 sum by the element
+// count).
 #include "common/out.h"
 #include "contracts/smooth_l1.h"
 #include "cpu/cpu_utils.h"
@@ -219,121 +222,197 @@ void grad_into(const at::Tensor& grad_output, const at::Tensor& self, const at::
 
 // ---------------------------------------------------------------------------
 // Reduction ('mean' / 'sum').
+//
+// The sum has the same bits in every build (default, AVX2, AVX-512): each
+// loss is the same IEEE operations in every build (setup.py compiles the CPU
+// kernels with -ffp-contract=off, so no build fuses a multiply and an add),
+// and the order of the additions depends on the element positions alone,
+// never on the vector width:
+//   - the broadcast elements, in the TensorIterator's order, are cut into
+//     chunks of kChunk elements (fixed boundaries, whatever the thread count);
+//   - element p of a chunk (p = 0, 1, ...) is added to float64 lane
+//     p % kLanes; each lane adds its elements in order, from +0.0;
+//   - a chunk's kLanes lanes are added pairwise in one fixed order
+//     (lane_total), and the chunk sums pairwise in chunk order (pairwise_sum).
+// Whole vectors of losses are added lane by lane (kLanes is a whole number
+// of vectors in every build). Elements that do not start at a multiple of
+// kLanes (after a row's or a block's tail) are staged, and added as one
+// zero-padded group once kLanes are staged or the chunk ends: loss(0, 0) is
+// +0 for every beta >= 0, and x + (+0) = x for every lane value x (never -0:
+// lanes start at +0 and losses are >= +0 or NaN).
 
 // Elements per chunk: the unit of parallel work and of the fixed summation
-// order. Blocks: the unit in which strided operands are gathered.
+// order. Lanes: the float64 accumulators of a chunk. Blocks: the unit in
+// which strided operands are gathered.
 constexpr int64_t kChunk = 16384;
+constexpr int kLanes = 16;
 constexpr int64_t kBlock = 256;
 
-// Float64 vector lanes that opmath loss vectors are added into.
+// The kLanes lanes held in acc (lane k in element k % kD of acc[k / kD]),
+// added pairwise: lane[k] = lane[k] + lane[k + w] for k < w, w = kLanes / 2, ..., 1.
+template <size_t N>
+double lane_total(const Vectorized<double> (&acc)[N]) {
+  constexpr int kD = Vectorized<double>::size();
+  static_assert(N * kD == kLanes);
+  alignas(64) double lanes[kLanes];
+  for (size_t j = 0; j < N; ++j) acc[j].store(lanes + j * kD);
+  for (int w = kLanes / 2; w >= 1; w /= 2) {
+    for (int k = 0; k < w; ++k) lanes[k] = lanes[k] + lanes[k + w];
+  }
+  return lanes[0];
+}
+
+// The kLanes float64 lanes of one chunk. add(j, v) adds the opmath vector v
+// to lanes j * v.size() ... (j + 1) * v.size() - 1, element by element.
 template <typename T>
-struct LaneSum;
+struct Lanes;
 
 template <>
-struct LaneSum<double> {
-  Vectorized<double> acc{0.0};
-  void add(const Vectorized<double>& v) { acc += v; }
-  double total() const {
-    alignas(64) double lanes[Vectorized<double>::size()];
-    acc.store(lanes);
-    double s = 0.0;
-    for (double x : lanes) s += x;
-    return s;
+struct Lanes<double> {
+  static constexpr int kIn = Vectorized<double>::size();  // lanes per add
+  static_assert(kLanes % kIn == 0);
+  Vectorized<double> acc[kLanes / kIn];
+  Lanes() {
+    for (auto& a : acc) a = Vectorized<double>(0.0);
   }
+  void add(int j, const Vectorized<double>& v) { acc[j] += v; }
+  double total() const { return lane_total(acc); }
 };
 
 template <>
-struct LaneSum<float> {
-  static_assert(Vectorized<float>::size() == 2 * Vectorized<double>::size());
-  Vectorized<double> lo{0.0}, hi{0.0};
-  void add(const Vectorized<float>& v) {
+struct Lanes<float> {
+  static constexpr int kD = Vectorized<double>::size();
+  static constexpr int kIn = Vectorized<float>::size();  // lanes per add
+  static_assert(kIn == 2 * kD && kLanes % kIn == 0);
+  Vectorized<double> acc[kLanes / kD];
+  Lanes() {
+    for (auto& a : acc) a = Vectorized<double>(0.0);
+  }
+  // Widened to float64 (exact), then added.
+  void add(int j, const Vectorized<float>& v) {
 #if defined(CPU_CAPABILITY_AVX512)
     const __m512 x = v;
-    lo += Vectorized<double>(_mm512_cvtps_pd(_mm512_castps512_ps256(x)));
-    hi += Vectorized<double>(_mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1)));
+    acc[2 * j] += Vectorized<double>(_mm512_cvtps_pd(_mm512_castps512_ps256(x)));
+    acc[2 * j + 1] += Vectorized<double>(_mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1)));
 #elif defined(CPU_CAPABILITY_AVX2)
     const __m256 x = v;
-    lo += Vectorized<double>(_mm256_cvtps_pd(_mm256_castps256_ps128(x)));
-    hi += Vectorized<double>(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+    acc[2 * j] += Vectorized<double>(_mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+    acc[2 * j + 1] += Vectorized<double>(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
 #else
-    constexpr int n = Vectorized<float>::size();
-    alignas(64) float f[n];
-    alignas(64) double d[n];
+    alignas(64) float f[kIn];
+    alignas(64) double d[kIn];
     v.store(f);
-    for (int k = 0; k < n; ++k) d[k] = f[k];
-    lo += Vectorized<double>::loadu(d);
-    hi += Vectorized<double>::loadu(d + n / 2);
+    for (int k = 0; k < kIn; ++k) d[k] = f[k];
+    acc[2 * j] += Vectorized<double>::loadu(d);
+    acc[2 * j + 1] += Vectorized<double>::loadu(d + kD);
 #endif
   }
-  double total() const {
-    constexpr int n = Vectorized<double>::size();
-    alignas(64) double lanes[2 * n];
-    lo.store(lanes);
-    hi.store(lanes + n);
-    double s = 0.0;
-    for (double x : lanes) s += x;
-    return s;
-  }
+  double total() const { return lane_total(acc); }
 };
 
-// The float64 sum of the opmath losses of one chunk.
+// The float64 sum of the opmath losses of one chunk, fed its elements in
+// order (add, any number of calls; then total).
 template <typename scalar_t>
 struct ChunkSum {
   using opmath_t = at::opmath_type<scalar_t>;
   static constexpr int64_t kVec = Vectorized<scalar_t>::size();
-  static_assert(kBlock % kVec == 0);
+  // Elements per group: whole vectors and whole sets of kLanes lanes.
+  static constexpr int64_t kGroup = std::max<int64_t>(kVec, kLanes);
+  // Opmath vectors per set of kLanes lanes.
+  static constexpr int kPerLanes = kLanes / Lanes<opmath_t>::kIn;
+  static_assert(kGroup % kVec == 0 && kGroup % kLanes == 0 && kBlock % kGroup == 0);
 
   const Loss<opmath_t>& f;
-  LaneSum<opmath_t> sum;
+  Lanes<opmath_t> lanes;
+  int64_t staged = 0;  // elements in sa / sb, < kLanes
+  alignas(64) scalar_t sa[kGroup];
+  alignas(64) scalar_t sb[kGroup];
 
-  void add_vec(const Vectorized<scalar_t>& a, const Vectorized<scalar_t>& b) {
-    if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
-      auto [a0, a1] = at::vec::convert_to_float<scalar_t>(a);
-      auto [b0, b1] = at::vec::convert_to_float<scalar_t>(b);
-      sum.add(f(a0, b0));
-      sum.add(f(a1, b1));
-    } else {
-      sum.add(f(a, b));
+  explicit ChunkSum(const Loss<opmath_t>& loss) : f(loss) {}
+
+  // kGroup contiguous elements, the first one for lane 0, added to lanes l.
+  // The q-th opmath vector of the group (element order) goes to lanes
+  // (q % kPerLanes) * kIn ... (q % kPerLanes + 1) * kIn - 1.
+  static void add_group(Lanes<opmath_t>& l, const Loss<opmath_t>& loss, const scalar_t* a, const scalar_t* b) {
+    for (int64_t i = 0; i < kGroup; i += kVec) {
+      const int q = static_cast<int>(i / kVec);
+      const auto va = Vectorized<scalar_t>::loadu(a + i);
+      const auto vb = Vectorized<scalar_t>::loadu(b + i);
+      if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
+        auto [a0, a1] = at::vec::convert_to_float<scalar_t>(va);
+        auto [b0, b1] = at::vec::convert_to_float<scalar_t>(vb);
+        l.add((2 * q) % kPerLanes, loss(a0, b0));
+        l.add((2 * q + 1) % kPerLanes, loss(a1, b1));
+      } else {
+        l.add(q % kPerLanes, loss(va, vb));
+      }
     }
   }
 
-  // n <= kBlock contiguous elements. The tail is zero-padded: loss(0, 0) = 0
-  // for every beta >= 0, so padding adds +0.
-  void add_block(const scalar_t* a, const scalar_t* b, int64_t n) {
+  // The staged elements, zero-padded to a group.
+  void flush() {
+    if (staged == 0) return;
+    std::fill(sa + staged, sa + kGroup, scalar_t(0));
+    std::fill(sb + staged, sb + kGroup, scalar_t(0));
+    add_group(lanes, f, sa, sb);
+    staged = 0;
+  }
+
+  // The next n contiguous elements.
+  void add(const scalar_t* a, const scalar_t* b, int64_t n) {
     int64_t i = 0;
-    for (; i + kVec <= n; i += kVec) add_vec(Vectorized<scalar_t>::loadu(a + i), Vectorized<scalar_t>::loadu(b + i));
-    if (i < n) {
-      alignas(64) scalar_t ta[kVec] = {};
-      alignas(64) scalar_t tb[kVec] = {};
-      for (int64_t k = 0; i + k < n; ++k) {
-        ta[k] = a[i + k];
-        tb[k] = b[i + k];
+    while (i < n) {
+      if (staged == 0 && i + kGroup <= n) {
+        // At a multiple of kLanes: whole groups straight from a and b, into
+        // local copies of the lanes and the loss (kept in registers: the
+        // members could alias a and b as far as the compiler knows, so
+        // adding into them stores and reloads them every group, ~20% of
+        // bfloat16's time in cache).
+        Lanes<opmath_t> l = lanes;
+        const Loss<opmath_t> loss = f;
+        for (; i + kGroup <= n; i += kGroup) add_group(l, loss, a + i, b + i);
+        lanes = l;
+        if (i == n) break;
       }
-      add_vec(Vectorized<scalar_t>::loadu(ta), Vectorized<scalar_t>::loadu(tb));
+      const int64_t m = std::min<int64_t>(n - i, kLanes - staged);
+      std::copy(a + i, a + i + m, sa + staged);
+      std::copy(b + i, b + i + m, sb + staged);
+      staged += m;
+      i += m;
+      if (staged == kLanes) flush();
     }
   }
 
   // One TensorIterator row: n elements at byte strides sa, sb (any, incl. 0).
-  void add_row(const char* a, int64_t sa, const char* b, int64_t sb, int64_t n) {
+  void add_row(const char* a, int64_t stride_a, const char* b, int64_t stride_b, int64_t n) {
     constexpr int64_t es = sizeof(scalar_t);
+    if (stride_a == es && stride_b == es) {
+      add(reinterpret_cast<const scalar_t*>(a), reinterpret_cast<const scalar_t*>(b), n);
+      return;
+    }
     alignas(64) scalar_t ga[kBlock];
     alignas(64) scalar_t gb[kBlock];
     for (int64_t i = 0; i < n; i += kBlock) {
       const int64_t m = std::min(kBlock, n - i);
-      const char* pa = a + i * sa;
-      const char* pb = b + i * sb;
+      const char* pa = a + i * stride_a;
+      const char* pb = b + i * stride_b;
       const scalar_t* ca = reinterpret_cast<const scalar_t*>(pa);
       const scalar_t* cb = reinterpret_cast<const scalar_t*>(pb);
-      if (sa != es) {
-        for (int64_t k = 0; k < m; ++k) ga[k] = *reinterpret_cast<const scalar_t*>(pa + k * sa);
+      if (stride_a != es) {
+        for (int64_t k = 0; k < m; ++k) ga[k] = *reinterpret_cast<const scalar_t*>(pa + k * stride_a);
         ca = ga;
       }
-      if (sb != es) {
-        for (int64_t k = 0; k < m; ++k) gb[k] = *reinterpret_cast<const scalar_t*>(pb + k * sb);
+      if (stride_b != es) {
+        for (int64_t k = 0; k < m; ++k) gb[k] = *reinterpret_cast<const scalar_t*>(pb + k * stride_b);
         cb = gb;
       }
-      add_block(ca, cb, m);
+      add(ca, cb, m);
     }
+  }
+
+  double total() {
+    flush();
+    return lanes.total();
   }
 };
 
@@ -357,7 +436,7 @@ double loss_sum(at::TensorIterator& iter, double beta) {
   std::vector<double> partial(nchunks, 0.0);
   at::parallel_for(0, nchunks, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      ChunkSum<scalar_t> acc{f, {}};
+      ChunkSum<scalar_t> acc(f);
       iter.serial_for_each(
           [&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
             for (int64_t j = 0; j < n1; ++j) {
@@ -365,7 +444,7 @@ double loss_sum(at::TensorIterator& iter, double beta) {
             }
           },
           {c * kChunk, std::min(numel, (c + 1) * kChunk)});
-      partial[c] = acc.sum.total();
+      partial[c] = acc.total();
     }
   });
   return pairwise_sum(partial.data(), nchunks);
