@@ -88,7 +88,7 @@ def celu_params(input: torch.Tensor, alpha) -> tuple:
     dtype = getattr(input, "dtype", None)
     wide = dtype == torch.float64
     inv = 1.0 / alpha
-    if math.isfinite(alpha):
+    if abs(alpha) < math.inf:  # (a comparison, not math.isfinite: traceable on a symbolic alpha)
         limit, compute = (sys.float_info.max, "float64") if wide else (_FLOAT32_MAX, "float32")
         if not abs(alpha) <= limit:
             raise invalid(op, f"alpha must fit in {compute} (the compute type of {dtype} tensors), got {alpha!r}")
