@@ -1,7 +1,7 @@
-// The Autograd kernel of every functional torch_aclnn operator.
+// The Autograd kernels of every torch_aclnn operator.
 //
-// The autograd formulas live in Python, next to each family's API
-// (torch_aclnn/ops/<family>.py, registered through
+// Functional operators. The autograd formulas live in Python, next to each
+// family's API (torch_aclnn/ops/<family>.py, registered through
 // torch_aclnn.ops._common.register_autograd, which takes what
 // torch.library.register_autograd takes). Registered the torch.library way,
 // they would make the Autograd kernel itself a Python function, entered on
@@ -14,20 +14,36 @@
 //   - otherwise: the Python formula runs, exactly as torch.library runs it
 //     (torch._library.autograd.make_autograd_impl over the same backward and
 //     setup_context; see ops/_common.py).
-// The out= overloads have no formula (out= does not support autograd) and
-// keep torch's default Autograd fallback.
+//
+// out= overloads (every schema argument written to, `Tensor(a!)`): the rules
+// of aten's out= operators, generically from the schema's alias info:
+//   Autograd:        in grad mode, an argument (the written one included)
+//                    that requires grad is an error, as is a forward-mode
+//                    tangent; nothing is recorded;
+//   ADInplaceOrView: the written tensors' version counters are bumped after
+//                    the write (a view shares its base's counter), so a tensor
+//                    saved for backward and overwritten makes backward raise;
+//                    an inference tensor written outside inference mode
+//                    raises torch's error.
+// Under inference mode the Autograd kernel does not run (the autograd keys are
+// excluded) and the ADInplaceOrView one runs for normal tensors only, as for
+// aten.
 #include "autograd.h"
 
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/AutogradState.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/library.h>
 
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace torch_aclnn::autograd {
 namespace {
@@ -51,21 +67,46 @@ PyObject* lookup(const std::string& name) {
   return it == f.by_name.end() ? nullptr : it->second;
 }
 
-// torch.library's test (torch._C._any_requires_grad): grad mode on and a
-// tensor argument that requires grad.
-bool needs_grad(const torch::jit::Stack& stack, size_t nargs) {
-  if (!at::GradMode::is_enabled()) return false;
+template <typename F>
+bool any_tensor(const torch::jit::Stack& stack, size_t nargs, F&& pred) {
   for (size_t i = stack.size() - nargs; i < stack.size(); ++i) {
     const c10::IValue& v = stack[i];
     if (v.isTensor()) {
-      if (v.toTensor().requires_grad()) return true;
+      if (pred(v.toTensor())) return true;
     } else if (v.isTensorList()) {
       for (const at::Tensor& t : v.toTensorList()) {
-        if (t.requires_grad()) return true;
+        if (pred(t)) return true;
+      }
+    } else if (v.isOptionalTensorList()) {
+      for (const std::optional<at::Tensor> t : v.toOptionalTensorList()) {
+        if (t.has_value() && pred(*t)) return true;
       }
     }
   }
   return false;
+}
+
+// torch.library's test (torch._C._any_requires_grad): grad mode on and a
+// tensor argument that requires grad.
+bool needs_grad(const torch::jit::Stack& stack, size_t nargs) {
+  return at::GradMode::is_enabled() &&
+         any_tensor(stack, nargs, [](const at::Tensor& t) { return t.defined() && t.requires_grad(); });
+}
+
+// Forward-mode AD: a tensor argument with a tangent, as aten's kernels test it
+// (isFwGradDefined; torch has one forward AD level, 0). _fw_grad is undefined
+// while forward grad mode is off (inside an autograd.Function's forward, for
+// one).
+bool has_tangent(const torch::jit::Stack& stack, size_t nargs) {
+  return c10::AutogradState::get_tls_state().get_fw_grad_mode() &&
+         any_tensor(stack, nargs, [](const at::Tensor& t) { return t.defined() && t._fw_grad(0).defined(); });
+}
+
+// The operator's name as aten's messages spell it: "elu_backward".
+std::string base_name(const c10::FunctionSchema& schema) {
+  const std::string& name = schema.name();
+  const auto pos = name.rfind("::");
+  return pos == std::string::npos ? name : name.substr(pos + 2);
 }
 
 void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, torch::jit::Stack* stack) {
@@ -90,7 +131,83 @@ void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, 
   stack->push_back(torch::jit::toIValue(result, schema.returns()[0].type()));
 }
 
+bool writes_an_argument(const c10::FunctionSchema& schema) {
+  for (const auto& arg : schema.arguments()) {
+    if (arg.alias_info() != nullptr && arg.alias_info()->isWrite()) return true;
+  }
+  return false;
+}
+
+// The tensors the call writes (arguments annotated `(a!)`), before the call
+// consumes the stack.
+std::vector<at::Tensor> written_tensors(const c10::FunctionSchema& schema, const torch::jit::Stack& stack) {
+  const size_t nargs = schema.arguments().size();
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < nargs; ++i) {
+    const auto* alias = schema.arguments()[i].alias_info();
+    if (alias == nullptr || !alias->isWrite()) continue;
+    const c10::IValue& v = stack[stack.size() - nargs + i];
+    if (v.isTensor()) {
+      out.push_back(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) out.push_back(t);
+    } else if (v.isOptionalTensorList()) {
+      for (const std::optional<at::Tensor> t : v.toOptionalTensorList()) {
+        if (t.has_value()) out.push_back(*t);
+      }
+    }
+  }
+  return out;
+}
+
+// Autograd kernel of the out= overloads: aten's checks
+// (throw_error_out_requires_grad, and forward AD's "out= function" error),
+// then the call below autograd. Nothing is recorded.
+void out_autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  TORCH_CHECK(!needs_grad(*stack, nargs), base_name(schema),
+              "(): functions with out=... arguments don't support automatic differentiation, but one of the "
+              "arguments requires grad.");
+  TORCH_CHECK_NOT_IMPLEMENTED(!has_tangent(*stack, nargs), "Trying to use forward AD with ", base_name(schema),
+                              "_out that does not support it because it is an out= function");
+  at::AutoDispatchBelowAutograd below;
+  op.redispatchBoxed(keyset & c10::after_autograd_keyset, stack);
+}
+
+// ADInplaceOrView kernel of the out= overloads: the write, then the version
+// bump of every written tensor (aten's increment_version).
+void out_inplace_or_view_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset,
+                                torch::jit::Stack* stack) {
+  const std::vector<at::Tensor> written = written_tensors(op.schema(), *stack);
+  {
+    at::AutoDispatchBelowADInplaceOrView below;
+    op.redispatchBoxed(keyset & c10::after_ADInplaceOrView_keyset, stack);
+  }
+  for (const at::Tensor& t : written) {
+    if (t.defined()) torch::autograd::impl::bump_version(t);
+  }
+}
+
 }  // namespace
+
+void register_out_kernels() {
+  // Never destroyed, like the registrations of a TORCH_LIBRARY_IMPL block.
+  static auto* autograd_lib =
+      new torch::Library(torch::Library::IMPL, "torch_aclnn", c10::DispatchKey::Autograd, __FILE__, __LINE__);
+  static auto* inplace_lib = new torch::Library(torch::Library::IMPL, "torch_aclnn",
+                                                c10::DispatchKey::ADInplaceOrView, __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("torch_aclnn::", 0) != 0) continue;
+    const auto handle = dispatcher.findSchema(name);
+    if (!handle.has_value() || !writes_an_argument(handle->schema())) continue;
+    const std::string op = name.name.substr(std::string("torch_aclnn::").size()) +
+                           (name.overload_name.empty() ? "" : "." + name.overload_name);
+    autograd_lib->impl(op.c_str(), torch::CppFunction::makeFromBoxedFunction<&out_autograd_kernel>());
+    inplace_lib->impl(op.c_str(), torch::CppFunction::makeFromBoxedFunction<&out_inplace_or_view_kernel>());
+  }
+}
 
 PyObject* set_formula(PyObject* /*self*/, PyObject* args) {
   const char* name = nullptr;

@@ -1,4 +1,4 @@
-// The Autograd kernel of every functional torch_aclnn operator (see
+// The Autograd kernels of every torch_aclnn operator (see
 // csrc/autograd.cpp).
 #pragma once
 
@@ -12,5 +12,10 @@ namespace torch_aclnn::autograd {
 // operator also registers that kernel. Called by
 // torch_aclnn/ops/_common.py's register_autograd.
 PyObject* set_formula(PyObject* self, PyObject* args);
+
+// The Autograd and ADInplaceOrView kernels of every torch_aclnn overload that
+// writes an argument (the out= overloads): aten's out= rules. Called once, by
+// the module init, after the schemas are registered. Throws on failure.
+void register_out_kernels();
 
 }  // namespace torch_aclnn::autograd

@@ -14,9 +14,16 @@
 extern "C" {
 // The module init: `import torch_aclnn._C` loads the library and runs the
 // static registrations (the schemas below, the kernels beside their
-// backends); its one function registers the autograd formulas
-// (csrc/autograd.cpp).
+// backends), then registers the out= overloads' Autograd and
+// ADInplaceOrView kernels; its one function registers the autograd formulas
+// (both in csrc/autograd.cpp).
 PyMODINIT_FUNC PyInit__C(void) {
+  try {
+    torch_aclnn::autograd::register_out_kernels();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_ImportError, e.what());
+    return nullptr;
+  }
   static PyMethodDef methods[] = {
       {"_set_autograd_formula", torch_aclnn::autograd::set_formula, METH_VARARGS,
        "_set_autograd_formula(name, fn): the Python autograd formula of operator `name`"},

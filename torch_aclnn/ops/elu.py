@@ -126,10 +126,6 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
     alpha, scale, input_scale = _params("elu_backward", alpha=alpha, scale=scale, input_scale=input_scale)
     is_result = bool_arg("elu_backward", "is_result", is_result)
     if out is not None:
-        if torch.is_grad_enabled() and (grad_output.requires_grad or self_or_result.requires_grad):
-            raise RuntimeError(
-                "torch_aclnn.elu_backward: out= does not support automatic differentiation, but an argument "
-                "requires grad; call it without out= (or under torch.no_grad())")
         _ops.elu_backward.grad_input(grad_output, alpha, scale, input_scale, is_result, self_or_result,
                                      grad_input=out)
         return out
