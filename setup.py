@@ -100,7 +100,9 @@ def extensions():
         cxx += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1"]
         ldflags += ["-fsanitize=address,undefined"]
 
-    include_dirs = [os.path.join(ROOT, CSRC)]
+    # csrc/compat: stand-ins for headers torch's own headers include but its
+    # wheels do not ship (see there).
+    include_dirs = [os.path.join(ROOT, CSRC), os.path.join(ROOT, CSRC, "compat")]
     core_sources = sorted(glob.glob(f"{CSRC}/*.cpp") + glob.glob(f"{CSRC}/meta/*.cpp"))
     exts = []
     if use_cuda:

@@ -1,19 +1,26 @@
 // The Autograd kernels of every torch_aclnn operator.
 //
 // Functional operators. The autograd formulas live in Python, next to each
-// family's API (torch_aclnn/ops/<family>.py, registered through
-// torch_aclnn.ops._common.register_autograd, which takes what
-// torch.library.register_autograd takes). Registered the torch.library way,
+// family's API (torch_aclnn/ops/<family>.py): one torch.autograd.Function per
+// operator (backward, jvp, setup_context), built by
+// torch_aclnn.ops._common.register_autograd. Registered the torch.library way,
 // they would make the Autograd kernel itself a Python function, entered on
-// every call, also where no gradient is needed (no_grad, or no input
-// requiring grad): some 4-8 us per call, more than the CPU kernels take on
-// small tensors. This C++ kernel decides first:
-//   - no gradient needed: the call goes below autograd to the backend kernel
-//     (CPU, CUDA, Meta, PrivateUse1) without entering Python — what the
-//     Python kernel would do, minus the interpreter;
-//   - otherwise: the Python formula runs, exactly as torch.library runs it
-//     (torch._library.autograd.make_autograd_impl over the same backward and
-//     setup_context; see ops/_common.py).
+// every call, also where no derivative is needed (no_grad, or no input
+// requiring grad or carrying a tangent): some 4-8 us per call, more than the
+// CPU kernels take on small tensors. This C++ kernel decides first:
+//   - no derivative needed (grad mode off or no argument requiring grad, and
+//     no argument with a forward-mode tangent): the call goes below autograd
+//     to the backend kernel (CPU, CUDA, Meta, PrivateUse1) without entering
+//     Python;
+//   - otherwise: the operator's autograd.Function runs (Function.apply). Its
+//     forward calls the operator again, now with grad mode and forward grad
+//     mode off, so it takes the first branch.
+// Inside a torch.func transform (grad, vjp, jvp, jacrev, jacfwd, ...) this
+// kernel runs within the transform's processing of the call, with the
+// functorch dispatch keys excluded; Function.apply dispatches through
+// functorch by itself (custom_function_call), so it runs as if called from
+// Python: with the dispatch key set the transform saved when it took the
+// call, and the transform no longer processing it (LeaveTransformProcessing).
 //
 // out= overloads (every schema argument written to, `Tensor(a!)`): the rules
 // of aten's out= operators, generically from the schema's alias info:
@@ -32,6 +39,7 @@
 
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/functorch/DynamicLayer.h>
 #include <c10/core/AutogradState.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/grad_mode.h>
@@ -109,21 +117,59 @@ std::string base_name(const c10::FunctionSchema& schema) {
   return pos == std::string::npos ? name : name.substr(pos + 2);
 }
 
+// Within a torch.func transform's processing of a call (grad, vjp, jvp and
+// the transforms built on them), for as long as it lives: outside it again.
+// The transform saved the dispatch key set it took the call with and
+// excluded its own keys; this guard restores that key set and clears the
+// transform's record of it, so that the autograd.Function (and the jvp and
+// the operators it calls at the same level) go through functorch as when
+// called from Python, and puts both back on exit.
+class LeaveTransformProcessing {
+ public:
+  LeaveTransformProcessing() {
+    if (!c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::FuncTorchDynamicLayerFrontMode) ||
+        !at::functorch::maybeCurrentDynamicLayer().has_value()) {
+      return;
+    }
+    at::functorch::DynamicLayer layer = at::functorch::popDynamicLayer();
+    try {
+      saved_ = layer.interpreter().getSavedLocalDispatchKeySet();
+      layer.interpreter().clearSavedLocalDispatchKeySet();
+    } catch (const c10::Error&) {  // the transform is not processing a call: nothing to leave
+    }
+    at::functorch::pushDynamicLayer(std::move(layer));
+    if (saved_.has_value()) c10::impl::_force_tls_local_dispatch_key_set(*saved_);
+  }
+  ~LeaveTransformProcessing() {
+    if (!saved_.has_value()) return;
+    c10::impl::_force_tls_local_dispatch_key_set(inside_);
+    at::functorch::DynamicLayer layer = at::functorch::popDynamicLayer();
+    layer.interpreter().saveLocalDispatchKeySet(*saved_);
+    at::functorch::pushDynamicLayer(std::move(layer));
+  }
+  LeaveTransformProcessing(const LeaveTransformProcessing&) = delete;
+  LeaveTransformProcessing& operator=(const LeaveTransformProcessing&) = delete;
+
+ private:
+  std::optional<c10::impl::LocalDispatchKeySet> saved_;
+  c10::impl::LocalDispatchKeySet inside_ = c10::impl::tls_local_dispatch_key_set();
+};
+
 void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t nargs = schema.arguments().size();
-  if (!needs_grad(*stack, nargs)) {
+  if (!needs_grad(*stack, nargs) && !has_tangent(*stack, nargs)) {
     at::AutoDispatchBelowAutograd below;
     op.redispatchBoxed(keyset & c10::after_autograd_keyset, stack);
     return;
   }
   PyObject* formula = lookup(schema.name());
   TORCH_CHECK(formula != nullptr, schema.name(), ": no autograd formula is registered (import torch_aclnn)");
+  LeaveTransformProcessing leave;  // see the top
   pybind11::gil_scoped_acquire gil;
-  pybind11::tuple args(nargs + 1);
-  args[0] = pybind11::int_(keyset.raw_repr());
+  pybind11::tuple args(nargs);
   for (size_t i = 0; i < nargs; ++i) {
-    args[i + 1] = torch::jit::toPyObject(std::move((*stack)[stack->size() - nargs + i]));
+    args[i] = torch::jit::toPyObject(std::move((*stack)[stack->size() - nargs + i]));
   }
   torch::jit::drop(*stack, nargs);
   pybind11::object result = pybind11::reinterpret_borrow<pybind11::object>(formula)(*args);

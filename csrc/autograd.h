@@ -8,9 +8,10 @@ namespace torch_aclnn::autograd {
 
 // torch_aclnn._C._set_autograd_formula(name, fn): the Python formula the
 // Autograd kernel of operator `name` ("torch_aclnn::elu") calls when a
-// gradient is needed, as fn(raw_keyset, *args); the first call for an
-// operator also registers that kernel. Called by
-// torch_aclnn/ops/_common.py's register_autograd.
+// gradient or a forward-mode tangent is needed, as fn(*args) (the
+// operator's autograd.Function.apply); the first call for an operator also
+// registers that kernel. Called by torch_aclnn/ops/_common.py's
+// register_autograd.
 PyObject* set_formula(PyObject* self, PyObject* args);
 
 // The Autograd and ADInplaceOrView kernels of every torch_aclnn overload that

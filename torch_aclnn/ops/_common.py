@@ -8,8 +8,6 @@ import operator
 from typing import Any, Callable, Optional, Sequence
 
 import torch
-from torch._library import autograd as _library_autograd
-from torch._library import utils as _library_utils
 
 NULLPTR = 161001
 PARAM_INVALID = 161002
@@ -32,20 +30,44 @@ def invalid(op: str, message: str, exc: type = ValueError) -> Exception:
     return exc(contract_error(PARAM_INVALID, op, message))
 
 
-def register_autograd(qualname: str, backward: Callable, *, setup_context: Callable) -> None:
-    """torch.library.register_autograd for a torch_aclnn operator: the same
-    backward and setup_context, built into the same autograd.Function by
-    torch's own make_autograd_impl. It is called by the operator's C++
-    Autograd kernel (csrc/autograd.cpp) only when a gradient is needed; a call
-    that needs none goes to the backend kernel without entering Python."""
-    op = _library_utils.lookup_op(qualname)
-    impl = _library_autograd.make_autograd_impl(op, _library_autograd.Info(backward, setup_context))
-    from_raw = torch._C.DispatchKeySet.from_raw_repr
+def register_autograd(qualname: str, backward: Callable, *, setup_context: Callable,
+                      jvp: Callable) -> type:
+    """The operator's torch.autograd.Function: ``forward`` (the operator
+    itself), ``setup_context``, ``backward`` and ``jvp``, as
+    torch.autograd.Function defines them; ``generate_vmap_rule`` builds its
+    vmap rule from the operators' own (:func:`register_vmap`), which
+    torch.func's transforms over it (jacrev, jacfwd, hessian, vmap of grad)
+    need. Returns the class.
 
-    def formula(raw_keyset: int, *args: Any) -> Any:
-        return impl(from_raw(raw_keyset), *args)
+    The operator's C++ Autograd kernel (csrc/autograd.cpp) calls
+    ``Function.apply`` only when a gradient or a forward-mode tangent is
+    needed; a call that needs neither goes to the backend kernel without
+    entering Python. ``forward`` calls the operator again: Function.apply runs
+    it with grad mode and forward grad mode off, so that call takes the C++
+    kernel's second way, below autograd, as the Function torch.library
+    generates does with its explicit redispatch."""
+    namespace, name = qualname.split("::")
+    op = getattr(getattr(torch.ops, namespace), name).default
+
+    def forward(*args: Any) -> Any:
+        return op(*args)
+
+    # The grad_fn of its results is "<namespace>_<name>_defaultBackward" (it names the overload).
+    function = type(f"{namespace}_{name}_default", (torch.autograd.Function,), {
+        "__doc__": f"The autograd.Function of {qualname}.",
+        "__module__": backward.__module__,
+        "forward": staticmethod(forward),
+        "setup_context": staticmethod(setup_context),
+        "backward": staticmethod(backward),
+        "jvp": staticmethod(jvp),
+        "generate_vmap_rule": True,
+    })
+
+    def formula(*args: Any) -> Any:
+        return function.apply(*args)
 
     importlib.import_module("torch_aclnn._C")._set_autograd_formula(qualname, formula)
+    return function
 
 
 # ---------------------------------------------------------------------------
@@ -173,3 +195,34 @@ def bool_arg(op: str, name: str, value: Any) -> Any:
     if isinstance(value, (bool, torch.SymBool)):
         return value
     raise invalid(op, f"{name} must be a bool, got {_show(value)} ({type(value).__name__})", TypeError)
+
+
+def register_vmap(qualname: str, rule: Callable) -> None:
+    """``torch.library.register_vmap(qualname, rule)``: how torch.vmap (and
+    the torch.func transforms built on it) batches the operator. The
+    dispatcher leaves out trailing arguments equal to their defaults: the
+    rule's signature gives them the schema's defaults."""
+    torch.library.register_vmap(qualname, rule)
+
+
+def batch_first(t: torch.Tensor, bdim: Optional[int], batch_size: int) -> torch.Tensor:
+    """A vmap rule's argument with its batch dimension first; an unbatched one
+    (``bdim`` None) expanded to the batch (stride 0, no copy)."""
+    return t.movedim(bdim, 0) if bdim is not None else t.expand(batch_size, *t.shape)
+
+
+def vmap_loop(op: Callable, batch_size: int, in_dims: tuple, *args: Any) -> tuple:
+    """The exact vmap rule of any operator: ``op`` once per batch element,
+    the results stacked along dimension 0 (so every error is the unbatched
+    call's)."""
+    # None for the defaults the rule filled in; a list argument has a list of Nones.
+    in_dims = (*in_dims, *(None,) * (len(args) - len(in_dims)))
+    if batch_size == 0:  # nothing to compute: the result's shape and dtype come from the Meta kernel
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        meta = [(a.new_empty(a.shape[:d] + a.shape[d + 1:], device="meta") if isinstance(d, int) else
+                 a.to("meta") if isinstance(a, torch.Tensor) else a) for a, d in zip(args, in_dims)]
+        like = op(*meta)
+        return torch.empty((0, *like.shape), dtype=like.dtype, device=device), 0
+    results = [op(*(a.select(d, b) if isinstance(d, int) else a for a, d in zip(args, in_dims)))
+               for b in range(batch_size)]
+    return torch.stack(results), 0

@@ -21,7 +21,7 @@ from typing import Optional
 
 import torch
 
-from ._common import bool_arg, invalid, real_arg, register_autograd, require
+from ._common import batch_first, bool_arg, invalid, real_arg, register_autograd, register_vmap, require, vmap_loop
 
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
@@ -133,18 +133,35 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
 
 
 # ---------------------------------------------------------------------------
-# Autograd (spec "Autograd pairing"):
-#   elu          -> elu_backward(grad, ..., is_result=False, x = input)
-#   elu_backward -> w.r.t. grad_output: elu_backward again (it is linear in it);
-#                   w.r.t. self_or_result x: d/dx of the negative branch,
-#                   zero where x > 0:
-#                     is_result:     grad * grad_output * input_scale
-#                     not is_result: input_scale * elu_backward(grad * grad_output, ..., False, x)
+# Autograd (spec "Autograd pairing"), forward-mode AD and vmap:
+#   elu          backward: elu_backward(grad, ..., is_result=False, x = input)
+#                jvp:      elu_backward(t, ..., is_result=False, x)
+#   elu_backward linear in grad_output: elu_backward again, for backward and jvp;
+#                w.r.t. self_or_result (_d_self_or_result): the derivative of
+#                the negative branch times v, zero where self_or_result > 0:
+#                  is_result:     v * grad_output * input_scale
+#                  not is_result: input_scale * elu_backward(v * grad_output, ..., False, x)
+#                with v the incoming gradient (backward) or x's tangent (jvp).
+#   vmap         elementwise: the operator on the batched tensors, flattened
+#                to the contract's rank limit where the batch dimension adds one.
+
+_MAX_DIMS = 8  # csrc/contracts/elu.h
+
+
+def _d_self_or_result(v, grad_output, params, is_result, x):
+    alpha, scale, input_scale = params
+    if is_result:
+        d = v * grad_output * input_scale
+    else:
+        d = _ops.elu_backward(v * grad_output, alpha, scale, input_scale, False, x) * input_scale
+    return d.masked_fill(x > 0, 0)
+
 
 def _elu_setup(ctx, inputs, output):
     self, alpha, scale, input_scale = inputs
     ctx.params = (alpha, scale, input_scale)
     ctx.save_for_backward(self)
+    ctx.save_for_forward(self)
 
 
 def _elu_grad(ctx, grad):
@@ -152,27 +169,64 @@ def _elu_grad(ctx, grad):
     return _ops.elu_backward(grad, *ctx.params, False, self), None, None, None
 
 
+def _elu_jvp(ctx, t, *_):
+    (self,) = ctx.saved_tensors
+    return _ops.elu_backward(t, *ctx.params, False, self)
+
+
 def _elu_backward_setup(ctx, inputs, output):
     grad_output, alpha, scale, input_scale, is_result, self_or_result = inputs
     ctx.params = (alpha, scale, input_scale)
     ctx.is_result = is_result
     ctx.save_for_backward(grad_output, self_or_result)
+    ctx.save_for_forward(grad_output, self_or_result)
 
 
 def _elu_backward_grad(ctx, grad):
     grad_output, x = ctx.saved_tensors
-    alpha, scale, input_scale = ctx.params
     grad_grad_output = grad_x = None
     if ctx.needs_input_grad[0]:
-        grad_grad_output = _ops.elu_backward(grad, alpha, scale, input_scale, ctx.is_result, x)
+        grad_grad_output = _ops.elu_backward(grad, *ctx.params, ctx.is_result, x)
     if ctx.needs_input_grad[5]:
-        if ctx.is_result:
-            d = grad * grad_output * input_scale
-        else:
-            d = _ops.elu_backward(grad * grad_output, alpha, scale, input_scale, False, x) * input_scale
-        grad_x = d.masked_fill(x > 0, 0)
+        grad_x = _d_self_or_result(grad, grad_output, ctx.params, ctx.is_result, x)
     return grad_grad_output, None, None, None, None, grad_x
 
 
-register_autograd("torch_aclnn::elu", _elu_grad, setup_context=_elu_setup)
-register_autograd("torch_aclnn::elu_backward", _elu_backward_grad, setup_context=_elu_backward_setup)
+def _elu_backward_jvp(ctx, t_grad_output, _alpha, _scale, _input_scale, _is_result, t_x):
+    grad_output, x = ctx.saved_tensors
+    result = None
+    if t_grad_output is not None:
+        result = _ops.elu_backward(t_grad_output, *ctx.params, ctx.is_result, x)
+    if t_x is not None:
+        d = _d_self_or_result(t_x, grad_output, ctx.params, ctx.is_result, x)
+        result = d if result is None else result + d
+    return result
+
+
+def _elu_vmap(info, in_dims, self, alpha=1, scale=1, input_scale=1):
+    bdim = in_dims[0]
+    if self.dim() <= _MAX_DIMS:
+        return _ops.elu.default(self, alpha, scale, input_scale), bdim
+    if self.dim() > _MAX_DIMS + 1:  # beyond the contract unbatched too: its error
+        return vmap_loop(_ops.elu.default, info.batch_size, in_dims, self, alpha, scale, input_scale)
+    out = _ops.elu.default(self.flatten(0, 1), alpha, scale, input_scale)
+    return out.unflatten(0, self.shape[:2]), bdim
+
+
+def _elu_backward_vmap(info, in_dims, grad_output, alpha, scale, input_scale, is_result, self_or_result):
+    args = (grad_output, alpha, scale, input_scale, is_result, self_or_result)
+    g = batch_first(grad_output, in_dims[0], info.batch_size)
+    x = batch_first(self_or_result, in_dims[5], info.batch_size)
+    if g.shape != x.shape or g.dim() > _MAX_DIMS + 1:  # the contract's error, unbatched
+        return vmap_loop(_ops.elu_backward.default, info.batch_size, in_dims, *args)
+    if g.dim() <= _MAX_DIMS:
+        return _ops.elu_backward.default(g, alpha, scale, input_scale, is_result, x), 0
+    out = _ops.elu_backward.default(g.flatten(0, 1), alpha, scale, input_scale, is_result, x.flatten(0, 1))
+    return out.unflatten(0, g.shape[:2]), 0
+
+
+register_autograd("torch_aclnn::elu", _elu_grad, setup_context=_elu_setup, jvp=_elu_jvp)
+register_autograd("torch_aclnn::elu_backward", _elu_backward_grad,
+                  setup_context=_elu_backward_setup, jvp=_elu_backward_jvp)
+register_vmap("torch_aclnn::elu", _elu_vmap)
+register_vmap("torch_aclnn::elu_backward", _elu_backward_vmap)

@@ -17,7 +17,8 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import INT64_MAX, int_array, int_list, invalid, register_autograd, require
+from ._common import (INT64_MAX, batch_first, int_array, int_list, invalid, register_autograd, register_vmap,
+                      require, vmap_loop)
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
@@ -125,14 +126,20 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
 
 
 # ---------------------------------------------------------------------------
-# Autograd (spec "Autograd pairing"). max_unpool3d -> max_unpool3d_backward
-# w.r.t. self; indices are not differentiable. max_unpool3d_backward is linear
-# in grad_output, and its adjoint is max_unpool3d with the same indices (exact
-# for unique indices, as max_pool3d produces); self only lends its shape.
+# Autograd (spec "Autograd pairing"), forward-mode AD and vmap. max_unpool3d ->
+# max_unpool3d_backward w.r.t. self; indices are not differentiable.
+# max_unpool3d_backward is linear in grad_output, and its adjoint is
+# max_unpool3d with the same indices (exact for unique indices, as max_pool3d
+# produces); self only lends its shape. Both are linear in their floating
+# tensor input, so the tangent is the same operator applied to the tangent
+# (exact for any indices: the scatter keeps the same element for the tangent
+# as for the value). vmap folds the batch dimension into N (indices index
+# within their own (n, c) plane).
 
 def _forward_setup(ctx, inputs, output):
     _, indices, output_size, stride, padding = inputs
     ctx.save_for_backward(indices)
+    ctx.save_for_forward(indices)
     ctx.output_size = list(output_size)
     ctx.stride = list(stride)
     ctx.padding = list(padding)
@@ -147,12 +154,19 @@ def _forward_grad(ctx, grad):
     return grad_self, None, None, None, None
 
 
+def _forward_jvp(ctx, t_self, *_):
+    (indices,) = ctx.saved_tensors
+    return _ops.max_unpool3d(t_self, indices, ctx.output_size, ctx.stride, ctx.padding)
+
+
 def _backward_setup(ctx, inputs, output):
-    _, _, indices, output_size, stride, padding = inputs
+    _, self, indices, output_size, stride, padding = inputs
     ctx.save_for_backward(indices)
+    ctx.save_for_forward(indices)
     ctx.output_size = list(output_size)
     ctx.stride = list(stride)
     ctx.padding = list(padding)
+    ctx.self_meta = (self.shape, self.dtype)
 
 
 def _backward_grad(ctx, grad):
@@ -161,6 +175,47 @@ def _backward_grad(ctx, grad):
     return grad_grad_output, None, None, None, None, None
 
 
-register_autograd("torch_aclnn::max_unpool3d", _forward_grad, setup_context=_forward_setup)
-register_autograd("torch_aclnn::max_unpool3d_backward", _backward_grad,
-                                setup_context=_backward_setup)
+def _backward_jvp(ctx, t_grad_output, *_):
+    (indices,) = ctx.saved_tensors
+    shape, dtype = ctx.self_meta
+    if t_grad_output is None:  # only self has a tangent, and it lends only its shape
+        return torch.zeros(shape, dtype=dtype, device=indices.device)
+    self_like = torch.zeros((), dtype=dtype, device=indices.device).expand(shape)
+    return _ops.max_unpool3d_backward(t_grad_output, self_like, indices, ctx.output_size, ctx.stride, ctx.padding)
+
+
+def _folded(tensors, in_dims, batch_size):
+    """(the tensors with the batch dimension folded into N, (batch, N)), or
+    None where their logical ranks do not fit the contract (left to the
+    unbatched calls, whose error it is)."""
+    full = [batch_first(t, d, batch_size) for t, d in zip(tensors, in_dims)]
+    if any(t.dim() != full[0].dim() for t in full) or full[0].dim() not in (5, 6):
+        return None
+    return [t.flatten(0, 1) for t in full], full[0].shape[:2]
+
+
+def _forward_vmap(info, in_dims, self, indices, output_size, stride, padding):
+    folded = _folded((self, indices), in_dims[:2], info.batch_size)
+    if folded is None:
+        return vmap_loop(_ops.max_unpool3d.default, info.batch_size, in_dims, self, indices, output_size, stride,
+                         padding)
+    (s, i), batch_n = folded
+    return _ops.max_unpool3d.default(s, i, output_size, stride, padding).unflatten(0, batch_n), 0
+
+
+def _backward_vmap(info, in_dims, grad_output, self, indices, output_size, stride, padding):
+    args = (grad_output, self, indices, output_size, stride, padding)
+    if in_dims[1] is None:  # self lends only its shape and dtype: no copy of it per batch element
+        self = self.new_zeros(()).expand(self.shape)
+    folded = _folded((grad_output, self, indices), in_dims[:3], info.batch_size)
+    if folded is None:
+        return vmap_loop(_ops.max_unpool3d_backward.default, info.batch_size, in_dims, *args)
+    (g, s, i), batch_n = folded
+    return _ops.max_unpool3d_backward.default(g, s, i, output_size, stride, padding).unflatten(0, batch_n), 0
+
+
+register_autograd("torch_aclnn::max_unpool3d", _forward_grad, setup_context=_forward_setup, jvp=_forward_jvp)
+register_autograd("torch_aclnn::max_unpool3d_backward", _backward_grad, setup_context=_backward_setup,
+                  jvp=_backward_jvp)
+register_vmap("torch_aclnn::max_unpool3d", _forward_vmap)
+register_vmap("torch_aclnn::max_unpool3d_backward", _backward_vmap)

@@ -23,7 +23,7 @@ from typing import Optional, Union
 
 import torch
 
-from ._common import invalid, real_arg, register_autograd, require
+from ._common import batch_first, invalid, real_arg, register_autograd, register_vmap, require, vmap_loop
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward"]
 
@@ -81,23 +81,63 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
 
 
 # ---------------------------------------------------------------------------
-# Autograd.
+# Autograd, forward-mode AD and vmap. With d = self - target (broadcast),
+# l'(d) = d / beta inside |d| < beta, else sign(d), and B(g) =
+# smooth_l1_loss_backward(g, self, target, ...) = norm * l'(d) * g:
 #
-#   smooth_l1_loss:          d/dself = sum_to(B, self.shape), d/dtarget = -sum_to(B, target.shape)
-#                            with B = smooth_l1_loss_backward(grad, self, target, ...)
-#   smooth_l1_loss_backward: linear in grad_output: d/dgrad_output = sum_to(B(gg), grad_output.shape);
-#                            d/dself = norm / beta * [|d| < beta] * gg * grad_output (0 for beta == 0),
-#                            d/dtarget its negation, each reduced to its input's shape.
+#   smooth_l1_loss:          backward: d/dself = sum_to(B(grad), self.shape),
+#                                      d/dtarget = -sum_to(B(grad), target.shape)
+#                            jvp:      reduce(B_none(t_self - t_target)): 'none' as is,
+#                                      'mean' its mean, 'sum' its sum (aten's formula)
+#   smooth_l1_loss_backward: linear in grad_output: B(gg) (backward: reduced to
+#                            grad_output's shape; jvp: B(t_grad_output));
+#                            w.r.t. self and target (_second): l''(d) = norm / beta
+#                            inside |d| < beta, 0 outside (and everywhere for
+#                            beta == 0), times grad_output and v, v the incoming
+#                            gradient (backward: reduced to self's shape, negated
+#                            for target) or t_self - t_target (jvp).
+#   vmap:                    elementwise where that is exact (reduction 'none', and
+#                            the backward's 'sum', whose norm is 1; all tensors of
+#                            one dtype, so that the batch dimension cannot change
+#                            the type promotion of 0-dim tensors): the batched
+#                            tensors aligned, batch dimension first. 'mean' and
+#                            'sum' losses (reduced per batch element in float64)
+#                            and the backward's 'mean' (norm per batch element):
+#                            the operator once per batch element.
 
 def _sum_to(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """``x`` summed over the broadcast dimensions of ``like``, in its dtype."""
     return x.sum_to_size(like.shape).to(like.dtype)
 
 
+def _difference(t_self, t_target):
+    """t_self - t_target, either of them None (no tangent)."""
+    if t_target is None:
+        return t_self
+    return -t_target if t_self is None else t_self - t_target
+
+
+def _second(v: torch.Tensor, grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+            reduction: int, beta: float) -> torch.Tensor:
+    """d/dself of smooth_l1_loss_backward applied to v: norm / beta * [|d| < beta] * v * grad_output,
+    in the broadcast shape. |d| is compared in the kernels' opmath; the mask is piecewise
+    constant in self and target."""
+    s, t = self.detach(), target.detach()
+    d = s - t
+    if d.dtype in (torch.float16, torch.bfloat16):
+        d = s.float() - t.float()
+    numel = math.prod(torch.broadcast_shapes(self.shape, target.shape))
+    norm = 1.0 / numel if reduction == 1 and numel > 0 else 1.0
+    h = torch.where(d.abs() < beta, v * grad_output, 0.0)  # all 0 for beta == 0
+    return h * (norm / beta) if beta > 0 else h
+
+
 def _forward_setup(ctx, inputs, output):
     self, target, reduction, beta = inputs
     ctx.save_for_backward(self, target)
+    ctx.save_for_forward(self, target)
     ctx.reduction, ctx.beta = reduction, beta
+    ctx.dtype = output.dtype
 
 
 def _forward_backward(ctx, grad):
@@ -113,10 +153,22 @@ def _forward_backward(ctx, grad):
     return grad_self, grad_target, None, None
 
 
+def _forward_jvp(ctx, t_self, t_target, *_):
+    self, target = ctx.saved_tensors
+    t = _ops.smooth_l1_loss_backward(_difference(t_self, t_target), self, target, 0, ctx.beta)
+    if ctx.reduction == 1:
+        t = t.mean()
+    elif ctx.reduction == 2:
+        t = t.sum()
+    return t.to(ctx.dtype)
+
+
 def _backward_setup(ctx, inputs, output):
     grad_output, self, target, reduction, beta = inputs
     ctx.save_for_backward(grad_output, self, target)
+    ctx.save_for_forward(grad_output, self, target)
     ctx.reduction, ctx.beta = reduction, beta
+    ctx.dtype = output.dtype
 
 
 def _backward_backward(ctx, gg):
@@ -127,18 +179,7 @@ def _backward_backward(ctx, gg):
     if need_go:
         grad_go = _sum_to(_ops.smooth_l1_loss_backward(gg, self, target, reduction, beta), grad_output)
     if need_self or need_target:
-        # Second derivative: norm / beta inside |d| < beta, 0 outside (and
-        # everywhere for beta == 0). |d| is compared in the kernels' opmath.
-        s, t = self.detach(), target.detach()  # the mask is piecewise constant in them
-        d = s - t
-        if d.dtype in (torch.float16, torch.bfloat16):
-            d = s.float() - t.float()
-        numel = math.prod(torch.broadcast_shapes(self.shape, target.shape))
-        norm = 1.0 / numel if reduction == 1 and numel > 0 else 1.0
-        if beta > 0:
-            h = torch.where(d.abs() < beta, gg * grad_output, 0.0) * (norm / beta)
-        else:
-            h = torch.zeros_like(gg)
+        h = _second(gg, grad_output, self, target, reduction, beta)
         if need_self:
             grad_self = _sum_to(h, self)
         if need_target:
@@ -146,6 +187,50 @@ def _backward_backward(ctx, gg):
     return grad_go, grad_self, grad_target, None, None
 
 
-register_autograd("torch_aclnn::smooth_l1_loss", _forward_backward, setup_context=_forward_setup)
-register_autograd("torch_aclnn::smooth_l1_loss_backward", _backward_backward,
-                                setup_context=_backward_setup)
+def _backward_jvp(ctx, t_grad_output, t_self, t_target, *_):
+    grad_output, self, target = ctx.saved_tensors
+    result = None
+    if t_grad_output is not None:
+        result = _ops.smooth_l1_loss_backward(t_grad_output, self, target, ctx.reduction, ctx.beta)
+    t = _difference(t_self, t_target)
+    if t is not None:
+        h = _second(t, grad_output, self, target, ctx.reduction, ctx.beta)
+        result = h if result is None else result + h
+    return result.to(ctx.dtype)
+
+
+def _aligned(tensors, in_dims, batch_size):
+    """The batched tensors with the batch dimension first and unsqueezed to the
+    largest logical rank (so that they broadcast as their unbatched selves
+    do); the unbatched ones as they are."""
+    rank = max(t.dim() - (d is not None) for t, d in zip(tensors, in_dims))
+    out = []
+    for t, d in zip(tensors, in_dims):
+        if d is None:
+            out.append(t)
+        else:
+            t = batch_first(t, d, batch_size)
+            out.append(t[(slice(None),) + (None,) * (rank + 1 - t.dim())])
+    return out
+
+
+def _forward_vmap(info, in_dims, self, target, reduction=1, beta=1.0):
+    if reduction != 0 or self.dtype != target.dtype:
+        return vmap_loop(_ops.smooth_l1_loss.default, info.batch_size, in_dims, self, target, reduction, beta)
+    s, t = _aligned((self, target), in_dims[:2], info.batch_size)
+    return _ops.smooth_l1_loss.default(s, t, reduction, beta), 0
+
+
+def _backward_vmap(info, in_dims, grad_output, self, target, reduction, beta):
+    if reduction not in (0, 2) or not grad_output.dtype == self.dtype == target.dtype:
+        return vmap_loop(_ops.smooth_l1_loss_backward.default, info.batch_size, in_dims, grad_output, self, target,
+                         reduction, beta)
+    g, s, t = _aligned((grad_output, self, target), in_dims[:3], info.batch_size)
+    return _ops.smooth_l1_loss_backward.default(g, s, t, reduction, beta), 0
+
+
+register_autograd("torch_aclnn::smooth_l1_loss", _forward_backward, setup_context=_forward_setup, jvp=_forward_jvp)
+register_autograd("torch_aclnn::smooth_l1_loss_backward", _backward_backward, setup_context=_backward_setup,
+                  jvp=_backward_jvp)
+register_vmap("torch_aclnn::smooth_l1_loss", _forward_vmap)
+register_vmap("torch_aclnn::smooth_l1_loss_backward", _backward_vmap)

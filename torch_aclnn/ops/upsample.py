@@ -15,8 +15,8 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import (int_arg, int_array, invalid, optional_real, positive_scale, register_autograd, require,
-                      scaled_size)
+from ._common import (int_arg, int_array, invalid, optional_real, positive_scale, register_autograd, register_vmap,
+                      require, scaled_size, vmap_loop)
 
 __all__ = [
     "upsample_nearest3d",
@@ -130,8 +130,11 @@ def upsample_nearest_exact3d_backward(grad_output: torch.Tensor, output_size: Se
 
 
 # ---------------------------------------------------------------------------
-# Autograd. forward -> backward op; backward op -> forward op (it is linear in
-# grad_output and the exact adjoint of the forward with the same mapping).
+# Autograd, forward-mode AD and vmap. forward -> backward op; backward op ->
+# forward op (it is linear in grad_output and the exact adjoint of the forward
+# with the same mapping). Both are linear in their tensor input, so the
+# tangent is the same operator applied to the tangent. vmap folds the batch
+# dimension into N (each of the N * C planes is mapped alone).
 
 def _register(forward: str, backward: str) -> None:
     fwd_op = getattr(_ops, forward).default
@@ -146,16 +149,40 @@ def _register(forward: str, backward: str) -> None:
     def forward_grad(ctx, grad):
         return bwd_op(grad, ctx.output_size, ctx.input_size, *ctx.scales), None, None, None, None
 
+    def forward_jvp(ctx, t, *_):
+        return fwd_op(t, ctx.output_size, *ctx.scales)
+
     def backward_setup(ctx, inputs, output):
-        _, output_size, _, sd, sh, sw = inputs
+        _, output_size, input_size, sd, sh, sw = inputs
         ctx.output_size = list(output_size)
+        ctx.input_size = list(input_size)
         ctx.scales = (sd, sh, sw)
 
     def backward_grad(ctx, grad):
         return fwd_op(grad, ctx.output_size, *ctx.scales), None, None, None, None, None
 
-    register_autograd(f"torch_aclnn::{forward}", forward_grad, setup_context=forward_setup)
-    register_autograd(f"torch_aclnn::{backward}", backward_grad, setup_context=backward_setup)
+    def backward_jvp(ctx, t, *_):
+        return bwd_op(t, ctx.output_size, ctx.input_size, *ctx.scales)
+
+    def forward_vmap(info, in_dims, self, output_size, sd=None, sh=None, sw=None):
+        x = self.movedim(in_dims[0], 0)
+        if x.dim() != 6:  # not 5-D unbatched: the contract's error
+            return vmap_loop(fwd_op, info.batch_size, in_dims, self, output_size, sd, sh, sw)
+        out = fwd_op(x.flatten(0, 1), output_size, sd, sh, sw)
+        return out.unflatten(0, x.shape[:2]), 0
+
+    def backward_vmap(info, in_dims, grad_output, output_size, input_size, sd=None, sh=None, sw=None):
+        g = grad_output.movedim(in_dims[0], 0)
+        if g.dim() != 6 or len(input_size) != 5 or input_size[0] != g.shape[1]:  # the contract's error
+            return vmap_loop(bwd_op, info.batch_size, in_dims, grad_output, output_size, input_size, sd, sh, sw)
+        folded = [g.shape[0] * g.shape[1], *input_size[1:]]
+        out = bwd_op(g.flatten(0, 1), output_size, folded, sd, sh, sw)
+        return out.unflatten(0, g.shape[:2]), 0
+
+    register_autograd(f"torch_aclnn::{forward}", forward_grad, setup_context=forward_setup, jvp=forward_jvp)
+    register_autograd(f"torch_aclnn::{backward}", backward_grad, setup_context=backward_setup, jvp=backward_jvp)
+    register_vmap(f"torch_aclnn::{forward}", forward_vmap)
+    register_vmap(f"torch_aclnn::{backward}", backward_vmap)
 
 
 _register("upsample_nearest3d", "upsample_nearest3d_backward")
