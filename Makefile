@@ -50,15 +50,17 @@ fuzz: build
 
 # AddressSanitizer + UBSan: a copy of the sources built with TORCH_ACLNN_ASAN=1
 # in $(ASAN_DIR) (the in-place .so files stay as they are), then the reference
-# and contract-error tests and the adversarial set run against it. libstdc++ is
+# and contract-error tests, the adversarial set and the torch.func / out= autograd
+# tests run against it. libstdc++ is
 # preloaded after libasan so ASan's __cxa_throw interceptor finds the real one
 # (python itself does not link libstdc++); allocator_may_return_null lets the
 # adversarial set's unallocatable sizes fail as in a normal build.
 ASAN_DIR  ?= build/asan
 ASAN_TESTS ?= tests/test_common.py tests/test_adversarial.py tests/test_upsample.py tests/test_elu.py \
-	tests/test_max_unpool.py tests/test_streaming.py -k "reference or contract_error or adversarial or long_rows \
-	or vector_and_tail or halving or empty_depth or packed_lanes or window or (streaming and native) \
-	or larger_than_the_cache"
+	tests/test_max_unpool.py tests/test_streaming.py tests/test_forward_ad.py -k "reference or contract_error \
+	or adversarial or long_rows or vector_and_tail or halving or empty_depth or packed_lanes or window \
+	or (streaming and native) or larger_than_the_cache or func_transforms or vmap or out_overload \
+	or tangent_only"
 # Only the CPU kernels of the instruction set the loader picks on this machine
 # (aten's own choice): a third of the build time.
 ASAN_ISA  ?= $(shell $(VPY) -c "import torch; print({'AVX512': 'avx512', 'AVX2': 'avx2'}.get(torch.backends.cpu.get_cpu_capability(), 'default'))" 2>/dev/null || echo default)
