@@ -75,39 +75,40 @@ PyObject* lookup(const std::string& name) {
   return it == f.by_name.end() ? nullptr : it->second;
 }
 
-template <typename F>
-bool any_tensor(const torch::jit::Stack& stack, size_t nargs, F&& pred) {
+// What a call's derivatives need: a gradient (torch.library's test,
+// torch._C._any_requires_grad: grad mode on and a tensor argument that
+// requires grad) and a forward-mode tangent (a tensor argument with one, as
+// aten's kernels test it: isFwGradDefined, torch has one forward AD level, 0;
+// _fw_grad is undefined while forward grad mode is off, inside an
+// autograd.Function's forward for one). Both live in a tensor's autograd
+// metadata: a tensor without any is skipped at once. One pass, with tag
+// checks only (no type comparisons), as it runs on every call.
+struct Needs {
+  bool grad = false;
+  bool tangent = false;
+};
+
+Needs derivatives_needed(const torch::jit::Stack& stack, size_t nargs) {
+  Needs needs;
+  const bool grad_mode = at::GradMode::is_enabled();
+  const bool fw_grad_mode = c10::AutogradState::get_tls_state().get_fw_grad_mode();
+  if (!grad_mode && !fw_grad_mode) return needs;
+  const auto visit = [&](const at::Tensor& t) {
+    if (!t.defined() || t.unsafeGetTensorImpl()->autograd_meta() == nullptr) return;
+    needs.grad = needs.grad || (grad_mode && t.requires_grad());
+    needs.tangent = needs.tangent || (fw_grad_mode && t._fw_grad(0).defined());
+  };
   for (size_t i = stack.size() - nargs; i < stack.size(); ++i) {
     const c10::IValue& v = stack[i];
     if (v.isTensor()) {
-      if (pred(v.toTensor())) return true;
-    } else if (v.isTensorList()) {
-      for (const at::Tensor& t : v.toTensorList()) {
-        if (pred(t)) return true;
-      }
-    } else if (v.isOptionalTensorList()) {
-      for (const std::optional<at::Tensor> t : v.toOptionalTensorList()) {
-        if (t.has_value() && pred(*t)) return true;
+      visit(v.toTensor());
+    } else if (v.isList()) {  // Tensor[], Tensor?[]
+      for (const c10::IValue& e : v.toListRef()) {
+        if (e.isTensor()) visit(e.toTensor());
       }
     }
   }
-  return false;
-}
-
-// torch.library's test (torch._C._any_requires_grad): grad mode on and a
-// tensor argument that requires grad.
-bool needs_grad(const torch::jit::Stack& stack, size_t nargs) {
-  return at::GradMode::is_enabled() &&
-         any_tensor(stack, nargs, [](const at::Tensor& t) { return t.defined() && t.requires_grad(); });
-}
-
-// Forward-mode AD: a tensor argument with a tangent, as aten's kernels test it
-// (isFwGradDefined; torch has one forward AD level, 0). _fw_grad is undefined
-// while forward grad mode is off (inside an autograd.Function's forward, for
-// one).
-bool has_tangent(const torch::jit::Stack& stack, size_t nargs) {
-  return c10::AutogradState::get_tls_state().get_fw_grad_mode() &&
-         any_tensor(stack, nargs, [](const at::Tensor& t) { return t.defined() && t._fw_grad(0).defined(); });
+  return needs;
 }
 
 // The operator's name as aten's messages spell it: "elu_backward".
@@ -158,7 +159,8 @@ class LeaveTransformProcessing {
 void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t nargs = schema.arguments().size();
-  if (!needs_grad(*stack, nargs) && !has_tangent(*stack, nargs)) {
+  const Needs needs = derivatives_needed(*stack, nargs);
+  if (!needs.grad && !needs.tangent) {
     at::AutoDispatchBelowAutograd below;
     op.redispatchBoxed(keyset & c10::after_autograd_keyset, stack);
     return;
@@ -195,11 +197,9 @@ std::vector<at::Tensor> written_tensors(const c10::FunctionSchema& schema, const
     const c10::IValue& v = stack[stack.size() - nargs + i];
     if (v.isTensor()) {
       out.push_back(v.toTensor());
-    } else if (v.isTensorList()) {
-      for (const at::Tensor& t : v.toTensorList()) out.push_back(t);
-    } else if (v.isOptionalTensorList()) {
-      for (const std::optional<at::Tensor> t : v.toOptionalTensorList()) {
-        if (t.has_value()) out.push_back(*t);
+    } else if (v.isList()) {  // Tensor(a!)[]
+      for (const c10::IValue& e : v.toListRef()) {
+        if (e.isTensor()) out.push_back(e.toTensor());
       }
     }
   }
@@ -212,10 +212,11 @@ std::vector<at::Tensor> written_tensors(const c10::FunctionSchema& schema, const
 void out_autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t nargs = schema.arguments().size();
-  TORCH_CHECK(!needs_grad(*stack, nargs), base_name(schema),
+  const Needs needs = derivatives_needed(*stack, nargs);
+  TORCH_CHECK(!needs.grad, base_name(schema),
               "(): functions with out=... arguments don't support automatic differentiation, but one of the "
               "arguments requires grad.");
-  TORCH_CHECK_NOT_IMPLEMENTED(!has_tangent(*stack, nargs), "Trying to use forward AD with ", base_name(schema),
+  TORCH_CHECK_NOT_IMPLEMENTED(!needs.tangent, "Trying to use forward AD with ", base_name(schema),
                               "_out that does not support it because it is an out= function");
   at::AutoDispatchBelowAutograd below;
   op.redispatchBoxed(keyset & c10::after_autograd_keyset, stack);
