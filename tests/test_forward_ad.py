@@ -8,7 +8,6 @@ against aten and finite differences; torch.func.grad / vjp / jacrev / jacfwd
 called once per batch element (bitwise); the out= overloads under the
 transforms; and the C++ Autograd kernel entering Python only where a gradient
 or a tangent is needed."""
-import sys
 
 import pytest
 import torch
@@ -16,6 +15,8 @@ import torch.autograd.forward_ad as fwAD
 
 import torch_aclnn  # noqa: F401
 from torch_aclnn.testing import OPS
+
+from test_common import _python_calls  # (a helper: which Python functions a call enters)
 
 ops = torch.ops.torch_aclnn
 F64 = torch.float64
@@ -376,18 +377,7 @@ def test_out_overload_under_transforms(fn):
 
 
 def _entered_formula(fn):
-    calls = []
-
-    def profile(frame, event, arg):
-        if event == "call":
-            calls.append((frame.f_code.co_filename, frame.f_code.co_name))
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return any(f.endswith("_common.py") and name == "formula" for f, name in calls)
+    return any(f.endswith("_common.py") and name == "formula" for f, name in _python_calls(fn))
 
 
 @pytest.mark.parametrize("name", FLOAT_OPS)
