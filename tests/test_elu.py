@@ -354,10 +354,14 @@ def test_none_is_161001(call, arg):
         call(torch.randn(3))
 
 
-@pytest.mark.parametrize("fn", [ta.elu, ta.selu, ta.celu])
-def test_inplace_not_supported(fn):
-    with pytest.raises(NotImplementedError, match="inplace=True is not supported"):
-        fn(torch.randn(3), inplace=True)
+@pytest.mark.parametrize("fn,twin", [(ta.elu, torch.nn.functional.elu), (ta.selu, torch.nn.functional.selu),
+                                     (ta.celu, torch.nn.functional.celu)])
+def test_inplace_like_torch(fn, twin):
+    x = torch.randn(4, 5, dtype=torch.float64)
+    a, b = x.clone(), x.clone()
+    assert fn(a, inplace=True) is a and twin(b, inplace=True) is b
+    assert a._version == b._version == 1
+    torch.testing.assert_close(a, b)
 
 
 def test_celu_alpha_zero():

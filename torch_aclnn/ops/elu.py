@@ -32,11 +32,37 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _no_inplace(op: str, inplace: bool) -> None:
-    if inplace:
-        raise NotImplementedError(
-            f"torch_aclnn.{op}: inplace=True is not supported (the operator is out-of-place); "
-            f"use `x = torch_aclnn.{op}(x)` instead")
+class _EluInplace(torch.autograd.Function):
+    """``input.copy_(elu(input))``, differentiated from the saved result as
+    aten's ``elu_`` is (elu_backward with ``is_result=True``, so no copy of
+    the input is kept for autograd)."""
+
+    @staticmethod
+    def forward(ctx, input, alpha, scale, input_scale):
+        # (through .data: mark_dirty bumps the version counter once, as aten's elu_ does)
+        input.data.copy_(_ops.elu(input, alpha, scale, input_scale))
+        ctx.mark_dirty(input)
+        ctx.save_for_backward(input)
+        ctx.params = (alpha, scale, input_scale)
+        return input
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return _ops.elu_backward(grad, *ctx.params, True, result), None, None, None
+
+
+def _elu(input: torch.Tensor, alpha, scale, input_scale, inplace: bool) -> torch.Tensor:
+    """The operator, or with ``inplace=True`` its in-place form: the input is
+    overwritten with the result and returned, with torch's in-place rules
+    (version counter, leaf check; the backward of a call with alpha < 0 is an
+    error, as the result does not determine the input). The kernel itself is
+    out-of-place, so the call briefly needs one temporary of the input's size."""
+    if not inplace:
+        return _ops.elu(input, alpha, scale, input_scale)
+    if torch.is_grad_enabled() and input.requires_grad:
+        return _EluInplace.apply(input, alpha, scale, input_scale)
+    return input.copy_(_ops.elu(input, alpha, scale, input_scale))
 
 
 def _params(op: str, **params) -> list:
@@ -56,17 +82,15 @@ def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale
     :func:`elu_backward` with ``is_result=False``).
     """
     require("elu", input=input, alpha=alpha, scale=scale, input_scale=input_scale)
-    _no_inplace("elu", inplace)
     alpha, scale, input_scale = _params("elu", alpha=alpha, scale=scale, input_scale=input_scale)
-    return _ops.elu(input, alpha, scale, input_scale)
+    return _elu(input, alpha, scale, input_scale, bool_arg("elu", "inplace", inplace))
 
 
 def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """``F.selu(input)``: :func:`elu` with alpha = 1.6732632423543772 and
     scale = 1.0507009873554805."""
     require("selu", input=input)
-    _no_inplace("selu", inplace)
-    return _ops.elu(input, SELU_ALPHA, SELU_SCALE, 1.0)
+    return _elu(input, SELU_ALPHA, SELU_SCALE, 1.0, bool_arg("selu", "inplace", inplace))
 
 
 _FLOAT32_MAX = float(torch.finfo(torch.float32).max)
@@ -104,9 +128,8 @@ def celu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torc
     finite in the compute type (float32 but for float64 tensors), see
     :func:`celu_params`."""
     require("celu", input=input, alpha=alpha)
-    _no_inplace("celu", inplace)
     alpha, input_scale = celu_params(input, alpha)
-    return _ops.elu(input, alpha, 1.0, input_scale)
+    return _elu(input, alpha, 1.0, input_scale, bool_arg("celu", "inplace", inplace))
 
 
 def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_scale: float, is_result: bool,

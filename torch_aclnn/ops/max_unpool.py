@@ -94,11 +94,17 @@ def max_unpool3d(input: torch.Tensor, indices: torch.Tensor, kernel_size: Size3,
     if input.dim() not in (4, 5):
         raise invalid(op, f"input must be 4-D (N, D, H, W) or 5-D (N, C, D, H, W), got {input.dim()}-D "
                       f"with shape {list(input.shape)}")
+    return _ops.max_unpool3d(input, indices, *plan(op, input, kernel_size, stride, padding, output_size))
+
+
+def plan(op: str, input: torch.Tensor, kernel_size: Size3, stride: Optional[Size3], padding: Size3,
+         output_size) -> tuple:
+    """F.max_unpool3d's arguments as the operator's (output_size, stride,
+    padding), checked: contract errors naming the argument."""
     kernel_size = int_list(op, "kernel_size", kernel_size, minimum=1)
     stride = kernel_size if stride is None else int_list(op, "stride", stride, minimum=1)
     padding = int_list(op, "padding", padding)
-    size = _unpool_output_size(op, input, kernel_size, stride, padding, output_size)
-    return _ops.max_unpool3d(input, indices, size, stride, padding)
+    return _unpool_output_size(op, input, kernel_size, stride, padding, output_size), stride, padding
 
 
 def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices: torch.Tensor,

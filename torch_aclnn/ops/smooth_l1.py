@@ -25,7 +25,7 @@ import torch
 
 from ._common import batch_first, invalid, real_arg, register_autograd, register_vmap, require, vmap_loop
 
-__all__ = ["smooth_l1_loss", "smooth_l1_loss_backward"]
+__all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
 _ops = torch.ops.torch_aclnn
 
@@ -57,6 +57,22 @@ def smooth_l1_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reducti
     op = "smooth_l1_loss"
     require(op, input=input, target=target, reduction=reduction, beta=beta)
     return _ops.smooth_l1_loss(input, target, _reduction(op, reduction), real_arg(op, "beta", beta))
+
+
+def huber_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reduction = "mean",
+               delta: float = 1.0) -> torch.Tensor:
+    """``F.huber_loss(input, target, reduction, delta)`` for ``delta > 0``,
+    computed as ``delta * smooth_l1_loss(input, target, reduction, beta=delta)``
+    (``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``):
+    the same aclnn operators forward and backward, so it is differentiable
+    twice. The product rounds once more than aten's huber_loss (within an ulp
+    or two)."""
+    op = "huber_loss"
+    require(op, input=input, target=target, reduction=reduction, delta=delta)
+    delta = real_arg(op, "delta", delta)
+    if not (delta > 0 and delta < math.inf):
+        raise invalid(op, f"delta must be finite and > 0, got {delta!r}")
+    return _ops.smooth_l1_loss(input, target, _reduction(op, reduction), delta) * delta
 
 
 def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, target: torch.Tensor,
