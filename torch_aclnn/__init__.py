@@ -4,16 +4,19 @@ PyTorch custom ops with CPU, CUDA and Ascend NPU kernels.
 Every operator is ``torch.ops.torch_aclnn.<name>``; the functions below are
 thin typed wrappers with F.interpolate / F.elu / ... style arguments.
 
-Drop-in use: ``torch_aclnn.nn`` has Upsample, ELU, SELU, CELU, SmoothL1Loss and
-MaxUnpool3d modules; ``torch_aclnn.patch()`` (or ``with torch_aclnn.patched():``)
-routes the matching torch.nn.functional calls of unmodified code to torch_aclnn.
+Drop-in use: ``torch_aclnn.nn.functional`` has torch.nn.functional's
+interpolate, elu, selu, celu, smooth_l1_loss, huber_loss and max_unpool3d
+with their exact signatures; ``torch_aclnn.nn`` the matching modules;
+``torch_aclnn.patch()`` (or ``with torch_aclnn.patched():``) routes those
+calls of unmodified code. Each computes a call with torch_aclnn when it lies
+inside the operator's contract, and hands any other call to torch.
 """
 from . import _loader
 
 _loader.load()
 
 from .ops.elu import celu, elu, elu_backward, selu  # noqa: E402
-from .ops.smooth_l1 import smooth_l1_loss, smooth_l1_loss_backward  # noqa: E402
+from .ops.smooth_l1 import huber_loss, smooth_l1_loss, smooth_l1_loss_backward  # noqa: E402
 from .ops.max_unpool import max_unpool3d, max_unpool3d_backward  # noqa: E402
 from .ops.upsample import (  # noqa: E402
     upsample_nearest3d,
@@ -28,6 +31,10 @@ from . import npu  # noqa: E402,F401
 from . import _autocast  # noqa: E402
 
 _autocast.register()
+
+from . import _dropin  # noqa: E402
+
+_dropin.refresh_devices()
 
 from . import nn  # noqa: E402,F401
 from ._patch import (  # noqa: E402
@@ -55,6 +62,7 @@ __all__ = [
     "elu",
     "elu_backward",
     "selu",
+    "huber_loss",
     "smooth_l1_loss",
     "smooth_l1_loss_backward",
     "max_unpool3d",

@@ -1,0 +1,339 @@
+"""The drop-in rule on torch's own OpInfo samples: every sample (and error
+input) of interpolate in every mode, elu, selu, celu, smooth_l1_loss,
+huber_loss and max_unpool3d gives torch's result, gradient or own error
+under patched(), through torch_aclnn.nn.functional, and through the
+matching torch.nn module after convert(). Also: the functional API's
+signatures, huber_loss's gradients, in-place ELU routing, convert()'s
+summary and repr, TorchScript and torch.export."""
+import inspect
+import logging
+
+import pytest
+import torch
+import torch.nn as tnn
+import torch.nn.functional as F
+from torch.testing._internal.common_methods_invocations import op_db
+
+import torch_aclnn
+import torch_aclnn.nn as tann
+import torch_aclnn.nn.functional as TF
+
+NAMES = ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d")
+OPINFOS = [o for o in op_db if o.name in {f"nn.functional.{n}" for n in NAMES}]
+DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
+
+
+def _opinfo_id(o):
+    return f"{o.name[len('nn.functional.'):]}{'.' + o.variant_test_name if o.variant_test_name else ''}"
+
+
+def test_every_function_has_opinfos():
+    assert {o.name[len("nn.functional."):] for o in OPINFOS} == set(NAMES)
+    assert {o.variant_test_name for o in OPINFOS if o.name.endswith("interpolate")} >= {
+        "nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"}
+
+
+def _samples(o, dtype):
+    return list(o.reference_inputs("cpu", dtype, requires_grad=dtype == torch.float64))
+
+
+def _run(fn, s):
+    """(result, gradients of the inputs that require grad) or the exception."""
+    args = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in s.args]
+    x = s.input.detach().requires_grad_(s.input.requires_grad)
+    try:
+        out = fn(x, *args, **s.kwargs)
+    except Exception as e:  # noqa: BLE001 - compared with torch's below
+        return e
+    leaves = [t for t in [x, *args] if isinstance(t, torch.Tensor) and t.requires_grad]
+    grads = ()
+    if leaves and out.requires_grad:
+        g = torch.ones_like(out) if out.dim() == 0 else torch.randn(out.shape, dtype=out.dtype,
+                                                                      generator=torch.Generator().manual_seed(0))
+        grads = torch.autograd.grad(out, leaves, g, allow_unused=True)
+    return out.detach(), grads
+
+
+def _same(got, want, where, nan_input=None):
+    """``nan_input``: where the input is NaN, elu's gradient is NaN here; aten's
+    is NaN in its vectorised loop and 1 (the x > 0 branch) in its scalar tail,
+    so those positions are not compared (docs/ops/elu.md)."""
+    if isinstance(want, Exception):
+        assert type(got) is type(want) and str(got) == str(want), f"{where}: {got!r} vs torch's {want!r}"
+        return
+    assert not isinstance(got, Exception), f"{where}: raised {got!r}, torch returned a result"
+    torch.testing.assert_close(got[0], want[0], equal_nan=True, msg=lambda m: f"{where}: {m}")
+    for a, b in zip(got[1], want[1]):
+        if nan_input is not None and a is not None and a.shape == nan_input.shape:
+            assert a[nan_input].isnan().all(), where
+            a, b = a[~nan_input], b[~nan_input]
+        torch.testing.assert_close(a, b, equal_nan=True, msg=lambda m: f"{where} (gradient): {m}")
+
+
+def _module(o, s):
+    """The torch.nn module behind F.<name> built from the sample's arguments,
+    and how to call it with (input, *args, **kwargs) as F is called; None
+    where the arguments have no module form (antialias, weight)."""
+    name = o.name[len("nn.functional."):]
+    fn = getattr(F, name)
+
+    def bound(*args, **kwargs):
+        b = inspect.signature(fn).bind(*args, **kwargs)
+        b.apply_defaults()
+        return b.arguments
+
+    a = bound(s.input, *s.args, **s.kwargs)
+    if name == "interpolate":
+        if a["antialias"]:
+            return None
+        m = tnn.Upsample(a["size"], a["scale_factor"], a["mode"], a["align_corners"], a["recompute_scale_factor"])
+        return m, lambda m, *args, **kw: m(args[0])
+    if name in ("elu", "celu"):
+        return getattr(tnn, name.upper())(a["alpha"], a["inplace"]), lambda m, *args, **kw: m(args[0])
+    if name == "selu":
+        return tnn.SELU(a["inplace"]), lambda m, *args, **kw: m(args[0])
+    if name == "smooth_l1_loss":
+        m = tnn.SmoothL1Loss(a["size_average"], a["reduce"], a["reduction"], a["beta"])
+        return m, lambda m, *args, **kw: m(args[0], bound(*args, **kw)["target"])
+    if name == "huber_loss":
+        if a.get("weight") is not None:
+            return None
+        return tnn.HuberLoss(a["reduction"], a["delta"]), lambda m, *args, **kw: m(args[0], bound(*args, **kw)["target"])
+    assert name == "max_unpool3d"
+    m = tnn.MaxUnpool3d(a["kernel_size"], a["stride"], a["padding"])
+
+    def unpool(m, *args, **kw):
+        b = bound(*args, **kw)
+        return m(args[0], b["indices"], b["output_size"])
+    return m, unpool
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("o", OPINFOS, ids=_opinfo_id)
+def test_opinfo_samples_give_torchs_result(o, dtype):
+    if dtype not in o.supported_dtypes("cpu"):
+        pytest.skip(f"torch's {o.name} has no CPU {dtype} kernel")
+    routed = 0
+    for i, s in enumerate(_samples(o, dtype)):
+        where = f"{_opinfo_id(o)} {dtype} sample {i}: {s.summary() if hasattr(s, 'summary') else s}"
+        want = _run(o.op, s)
+        nan = s.input.isnan() if o.name.endswith("elu") else None
+        with torch_aclnn.patched() as stats:
+            _same(_run(o.op, s), want, "patched " + where, nan)
+        routed += stats.total_routed()
+        _same(_run(getattr(TF, o.name[len("nn.functional."):]), s), want, "torch_aclnn.nn.functional " + where, nan)
+        made = _module(o, s)
+        if made is not None:
+            module, forward = made
+            converted = tann.convert(module)
+            never = getattr(module, "mode", "nearest") not in ("nearest", "nearest-exact")  # kept as torch's
+            assert isinstance(converted, tann._Module) != never, (where, converted)
+            _same(_run(lambda *args, **kw: forward(converted, *args, **kw), s), want, "convert() " + where, nan)
+        if o.inplace_variant is not None:
+            x = s.input.detach().clone()
+            want = o.inplace_variant(x.clone(), *s.args, **s.kwargs)
+            with torch_aclnn.patched() as stats:
+                version = x._version
+                got = o.inplace_variant(x, *s.args, **s.kwargs)
+            assert got is x and x._version == version + 1 and stats.routed, where
+            torch.testing.assert_close(got, want, equal_nan=True, msg=lambda m: f"in-place {where}: {m}")
+    # the test is about routing: every function routes some of its samples
+    if o.variant_test_name not in ("linear", "bilinear", "bicubic", "trilinear", "area"):
+        assert routed > 0, f"no sample of {_opinfo_id(o)} was routed"
+
+
+@pytest.mark.parametrize("o", [o for o in OPINFOS if o.error_inputs_func is not None], ids=_opinfo_id)
+def test_opinfo_error_inputs_give_torchs_error(o):
+    errors = list(o.error_inputs("cpu"))
+    assert errors
+    for e in errors:
+        s = e.sample_input
+        with pytest.raises(e.error_type) as want:
+            o.op(s.input, *s.args, **s.kwargs)
+        with torch_aclnn.patched():
+            with pytest.raises(e.error_type) as got:
+                o.op(s.input, *s.args, **s.kwargs)
+        assert str(got.value) == str(want.value)
+        with pytest.raises(e.error_type) as got:
+            getattr(TF, o.name[len("nn.functional."):])(s.input, *s.args, **s.kwargs)
+        assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_functional_has_torchs_signature(name):
+    ours, theirs = inspect.signature(getattr(TF, name)), inspect.signature(getattr(F, name))
+    assert [(p.name, p.kind, p.default) for p in ours.parameters.values()] == \
+        [(p.name, p.kind, p.default) for p in theirs.parameters.values()]
+
+
+def test_functional_is_a_one_line_swap():
+    x = torch.randn(1, 2, 3, 4, 5, dtype=torch.float64)
+    t = torch.randn_like(x)
+    # F's positional order, legacy arguments included
+    torch.testing.assert_close(TF.smooth_l1_loss(x, t, None, None, "sum"), F.smooth_l1_loss(x, t, None, None, "sum"))
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+        got = TF.smooth_l1_loss(x, t, False)
+    torch.testing.assert_close(got, F.smooth_l1_loss(x, t, reduction="sum"))
+    torch.testing.assert_close(TF.interpolate(x, None, 2, "nearest-exact"),
+                               F.interpolate(x, None, 2, "nearest-exact"))
+    torch.testing.assert_close(TF.interpolate(x, scale_factor=2, mode="trilinear", align_corners=True),
+                               F.interpolate(x, scale_factor=2, mode="trilinear", align_corners=True))
+    torch.testing.assert_close(TF.huber_loss(x, t, "none", 0.5), F.huber_loss(x, t, "none", 0.5))
+
+
+# ---------------------------------------------------------------------------
+# Calls torch accepts that break a rule stricter than torch's: torch computes them.
+
+def _overlapping_unpool():
+    x = torch.randn(1, 1, 4, 4, 4)
+    p, i = F.max_pool3d(x, 2, stride=1, padding=1, return_indices=True)
+    return lambda: F.max_unpool3d(p, i, 2, stride=1, padding=1)
+
+
+STRICTER = [
+    ("max_unpool3d", _overlapping_unpool(), "D*H*W"),
+    ("max_unpool3d", lambda: F.max_unpool3d(*[t.to(torch.int32) if t.dtype != torch.int64 else t for t in
+                                              F.max_pool3d(torch.randn(1, 1, 4, 4, 4), 2, return_indices=True)],
+                                            2), "dtype torch.int32"),
+    ("elu", lambda: F.elu(torch.randn([1] * 9)), "9-D input"),
+    ("elu", lambda: F.elu(torch.randn(4), alpha=1e39), "beyond float32"),
+    ("celu", lambda: F.celu(torch.randn(4, dtype=torch.float64), 5e-324), "alpha"),
+    ("smooth_l1_loss", lambda: F.smooth_l1_loss(torch.randn([1] * 9), torch.randn([1] * 9)), "more than 8 dims"),
+    ("huber_loss", lambda: F.huber_loss(torch.randn(3), torch.randn(3), weight=torch.rand(3)), "weight given"),
+    ("interpolate", lambda: F.interpolate(torch.randn(1, 2, 4, 5), scale_factor=2), "4-D input"),
+]
+
+
+@pytest.mark.parametrize("name,fn,why", STRICTER, ids=[f"{s[0]}-{s[2]}" for s in STRICTER])
+def test_stricter_rules_pass_through(name, fn, why):
+    try:
+        torch.manual_seed(0)
+        want = fn()
+    except Exception as e:  # noqa: BLE001
+        want = e
+    with torch_aclnn.patched() as stats:
+        try:
+            torch.manual_seed(0)
+            got = fn()
+        except Exception as e:  # noqa: BLE001
+            got = e
+    assert not stats.routed and stats.passed == {name: 1}, stats
+    assert any(why in reason for _, reason in stats.reasons), stats.reasons
+    if isinstance(want, Exception):
+        assert type(got) is type(want) and str(got) == str(want)
+    else:
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_out_of_range_unpool_index_gives_torchs_error():
+    p, i = F.max_pool3d(torch.randn(1, 1, 4, 4, 4), 2, return_indices=True)
+    i = i.clone()
+    i.view(-1)[0] = 10_000
+    with pytest.raises(RuntimeError) as want:
+        F.max_unpool3d(p, i, 2)
+    with torch_aclnn.patched() as stats:
+        with pytest.raises(RuntimeError) as got:
+            F.max_unpool3d(p, i, 2)
+    assert str(got.value) == str(want.value) and stats.passed == {"max_unpool3d": 1}
+
+
+# ---------------------------------------------------------------------------
+# huber_loss, in-place ELU, convert(), TorchScript, export
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("delta", [1.0, 0.3, 2.5])
+def test_huber_loss_gradcheck_and_routing(reduction, delta):
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    t = (x.detach() + torch.randn(3, 4, dtype=torch.float64)).requires_grad_()
+    fn = lambda a, b: torch_aclnn.huber_loss(a, b, reduction, delta)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (x, t))
+    assert torch.autograd.gradgradcheck(fn, (x, t))
+    with torch_aclnn.patched() as stats:
+        got = tnn.HuberLoss(reduction, delta)(x, t)
+    assert stats.routed == {"huber_loss": 1}
+    assert any("smooth_l1_loss" in f.name() for f, _ in got.grad_fn.next_functions if f is not None)
+    torch.testing.assert_close(got, F.huber_loss(x, t, reduction, delta))
+    with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] huber_loss: delta must be finite and > 0"):
+        torch_aclnn.huber_loss(x, t, reduction, 0.0)
+
+
+@pytest.mark.parametrize("make", [lambda: tnn.ELU(inplace=True), lambda: tnn.SELU(inplace=True),
+                                  lambda: tnn.CELU(0.7, inplace=True), lambda: (lambda x: F.elu(x, 0.5, True))],
+                         ids=["ELU", "SELU", "CELU", "F.elu"])
+def test_inplace_elu_is_routed_like_torch(make):
+    x = torch.randn(4, 5, dtype=torch.float64) * 2
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ha, hb = xa * 1, xb * 1
+    with torch_aclnn.patched() as stats:
+        ya = make()(ha)
+    yb = make()(hb)
+    assert stats.routed and ya is ha and ha._version == hb._version
+    assert "EluInplace" in type(ya.grad_fn).__name__
+    torch.testing.assert_close(ya, yb)
+    ya.backward(torch.ones_like(ya))
+    yb.backward(torch.ones_like(yb))
+    torch.testing.assert_close(xa.grad, xb.grad)
+
+
+def test_inplace_rules_stay_torchs():
+    leaf = torch.randn(5, requires_grad=True)
+    for fn in (lambda: F.elu(leaf, inplace=True), lambda: TF.elu(leaf, inplace=True)):
+        with pytest.raises(RuntimeError) as want:
+            F.elu(leaf, inplace=True)
+        with torch_aclnn.patched():
+            with pytest.raises(RuntimeError) as got:
+                fn()
+        assert str(got.value) == str(want.value)
+    # negative alpha: torch's own backward error
+    msgs = []
+    for patch in (False, True):
+        h = torch.randn(5, requires_grad=True) * 1
+        with torch_aclnn.patched() if patch else torch.enable_grad():
+            y = F.celu(h, -1.0, True)
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_convert_never_breaks_a_2d_model():
+    model = tnn.Sequential(tnn.Conv2d(1, 1, 3), tnn.Upsample(scale_factor=2), tnn.ELU())
+    x = torch.randn(1, 1, 8, 8)
+    want = model(x)
+    converted = tann.convert(model)
+    assert type(converted[1]) is tann.Upsample
+    torch.testing.assert_close(converted(x), want, rtol=0, atol=0)
+
+
+def test_convert_reports_what_it_did(caplog):
+    class MyELU(tnn.ELU):
+        pass
+
+    model = tnn.Sequential(tnn.ELU(), tnn.Upsample(scale_factor=2, mode="trilinear"), MyELU(),
+                           tnn.Sequential(tnn.HuberLoss(), tnn.Upsample(scale_factor=2)))
+    with caplog.at_level(logging.INFO, logger="torch_aclnn"):
+        tann.convert(model)
+    (record,) = [r for r in caplog.records if r.name == "torch_aclnn"]
+    msg = record.getMessage()
+    assert "swapped 3 module(s): 1 ELU, 1 HuberLoss, 1 Upsample" in msg, msg
+    assert "left alone 2" in msg and "'1' (mode='trilinear'" in msg and "'2' (a subclass of torch.nn.ELU)" in msg
+    assert repr(model[0]) == "torch_aclnn.ELU(alpha=1.0)"
+    assert repr(model[1]).startswith("Upsample(")
+
+
+def test_torchscript_refuses_clearly():
+    for m in (tann.ELU(), tann.Upsample(scale_factor=2), tann.SmoothL1Loss(),
+              tnn.Sequential(tnn.Conv3d(1, 1, 1), tann.ELU())):
+        with pytest.raises(RuntimeError, match=r"\[torch_aclnn\] torch.jit.script does not support .*torch.compile "
+                                               r"or torch.export"):
+            torch.jit.script(m)
+
+
+def test_export_keeps_the_operators():
+    model = tnn.Sequential(tnn.Conv3d(2, 2, 3, padding=1), tann.ELU(), tann.Upsample(scale_factor=2))
+    x = torch.randn(1, 2, 3, 4, 5)
+    ep = torch.export.export(model, (x,))
+    targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+    assert {"torch_aclnn.elu.default", "torch_aclnn.upsample_nearest3d.default"} <= targets, targets
+    torch.testing.assert_close(ep.module()(x), model(x), rtol=0, atol=0)

@@ -1,0 +1,70 @@
+"""``torch.nn.functional``'s functions that torch_aclnn covers, with its exact
+signatures: ``import torch_aclnn.nn.functional as F`` is a one-line swap.
+
+Each call is computed by torch_aclnn when it lies inside the operator's
+contract, and otherwise handed to the torch function itself, unchanged (so it
+gives torch's answer or torch's own error). The decision is made per call by
+torch_aclnn/_dropin.py, the same one ``torch_aclnn.patch()`` makes. What
+routes and what passes through: docs/patch.md.
+
+    interpolate     5-D input, mode 'nearest' / 'nearest-exact'
+    elu, selu, celu any floating input of at most 8 dims; inplace=True too
+    smooth_l1_loss  floating input and target that broadcast; legacy
+                    size_average / reduce as torch turns them into reduction
+    huber_loss      as smooth_l1_loss, delta > 0, no weight
+    max_unpool3d    4-D or 5-D floating input, int64 indices
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import torch
+import torch.nn.functional as _F
+from torch import Tensor
+
+from .._dropin import call
+
+__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d"]
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
+                align_corners: Optional[bool] = None, recompute_scale_factor: Optional[bool] = None,
+                antialias: bool = False) -> Tensor:
+    """``torch.nn.functional.interpolate``; 'nearest' and 'nearest-exact' on 5-D
+    input run upsample_nearest3d / upsample_nearest_exact3d."""
+    return call(_F.interpolate, input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``torch.nn.functional.elu`` on torch_aclnn's elu / elu_backward."""
+    return call(_F.elu, input, alpha, inplace)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``torch.nn.functional.selu`` on torch_aclnn's elu / elu_backward."""
+    return call(_F.selu, input, inplace)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``torch.nn.functional.celu`` on torch_aclnn's elu / elu_backward."""
+    return call(_F.celu, input, alpha, inplace)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
+                   reduce: Optional[bool] = None, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """``torch.nn.functional.smooth_l1_loss`` on torch_aclnn's smooth_l1_loss[_backward]."""
+    return call(_F.smooth_l1_loss, input, target, size_average, reduce, reduction, beta)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Optional[Tensor] = None) -> Tensor:
+    """``torch.nn.functional.huber_loss``: ``delta * smooth_l1_loss(beta=delta)``."""
+    if weight is None:  # (older torch has no weight argument)
+        return call(_F.huber_loss, input, target, reduction, delta)
+    return call(_F.huber_loss, input, target, reduction, delta, weight)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size: Optional[List[int]] = None) -> Tensor:
+    """``torch.nn.functional.max_unpool3d`` on torch_aclnn's max_unpool3d[_backward]."""
+    return call(_F.max_unpool3d, input, indices, kernel_size, stride, padding, output_size)
