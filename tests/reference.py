@@ -1,4 +1,4 @@
-"""Pure-torch float64 references of the spec (../shared/spec/OPS.md) for all
+"""Pure-torch float64 references of the spec (docs/spec.md) for all
 ten operators, in one place for the property-based and adversarial tests.
 
 They are written from the spec's formulas and index rules, independently of

@@ -3,7 +3,7 @@ sanitizer report) or a hang is a test failure instead of killing pytest.
 
 Each case either must raise its documented exception type with the
 ``[torch_aclnn 16100x] <op>:`` message (a contract error of
-../shared/spec/OPS.md), or is valid by the spec and must give the float64
+docs/spec.md), or is valid by the spec and must give the float64
 reference's answer. Sizes whose element count overflows int64, or whose
 result cannot be allocated, are no contract error of the spec (CPU kernels
 have no size limits): they must raise a clear RuntimeError/ValueError (torch's
@@ -62,7 +62,7 @@ def matches(reference):
     return ("ok", check)
 
 
-# --- upsample_nearest3d / _exact3d / backward (spec §1, §2) ----------------
+# --- upsample_nearest3d / _exact3d / backward (docs/spec.md §1, §2) ----------------
 for op_name in ("upsample_nearest3d", "upsample_nearest_exact3d"):
     op = getattr(ops, op_name)
     bop = getattr(ops, op_name + "_backward")
@@ -75,7 +75,7 @@ for op_name in ("upsample_nearest3d", "upsample_nearest_exact3d"):
             lambda op=op, x=x, s=s: op(x, [6, 8, 10], s, 2.0, 2.0))
         case(f"{op_name}_backward scale {label}", raises("ValueError", PB + r"scales_\w must be finite"))(
             lambda bop=bop, s=s: bop(_x(1, 2, 6, 8, 10), [6, 8, 10], [1, 2, 3, 4, 5], 2.0, s, 2.0))
-    # <= 0 means "not given" (spec §1): all three ignored, the sizes decide.
+    # <= 0 means "not given" (docs/spec.md §1): all three ignored, the sizes decide.
     case(f"{op_name} scales negative (ignored)", matches(
         lambda x=x, mode=mode: __import__("reference").upsample_forward(mode, x, [6, 8, 10])))(
         lambda op=op, x=x: op(x, [6, 8, 10], -2.0, -2.0, -2.0))
@@ -114,7 +114,7 @@ for op_name in ("upsample_nearest3d", "upsample_nearest_exact3d"):
         lambda bop=bop: bop(torch.zeros(1, 1, 1, 1, 1), [1, 1, 1], [1, 1, -3, 1, 1]))
 
 
-# --- elu / elu_backward (spec §3) -------------------------------------------
+# --- elu / elu_backward (docs/spec.md §3) -------------------------------------------
 _v = torch.tensor([-2.0, -0.5, 0.0, 0.5, 3.0])
 for label, a in (("nan", float("nan")), ("inf", float("inf")), ("-inf", float("-inf"))):
     # Any real number is a valid parameter; the formula decides the result.
@@ -158,7 +158,7 @@ case("elu_backward 9-d", raises("ValueError", CODE + r"elu_backward: grad_output
     lambda: ops.elu_backward(torch.zeros([1] * 9), 1, 1, 1, False, torch.zeros([1] * 9)))
 
 
-# --- smooth_l1_loss / smooth_l1_loss_backward (spec §4) ---------------------
+# --- smooth_l1_loss / smooth_l1_loss_backward (docs/spec.md §4) ---------------------
 _s, _t = torch.tensor([1.0, -3.0, 0.25, 0.0]), torch.zeros(4)
 for label, b in (("nan", float("nan")), ("-inf", float("-inf")), ("negative", -1e-300)):
     case(f"smooth_l1_loss beta {label}", raises("ValueError", CODE + r"smooth_l1_loss: beta must be >= 0"))(
@@ -187,7 +187,7 @@ case("smooth_l1_loss 9-d (valid)", matches(
     lambda: ops.smooth_l1_loss(_x(1, 2, 1, 1, 1, 1, 1, 2, 1), torch.zeros([1] * 9), 0, 1.0))
 
 
-# --- max_unpool3d / max_unpool3d_backward (spec §5) -------------------------
+# --- max_unpool3d / max_unpool3d_backward (docs/spec.md §5) -------------------------
 _mx, _mi = _x(1, 1, 2, 1, 1), torch.tensor([0, 5]).view(1, 1, 2, 1, 1)
 _sp = ([1, 1, 1], [0, 0, 0])
 for label, v in (("-1", -1), ("== bound", 8), ("INT64_MAX", I64_MAX), ("INT64_MIN", I64_MIN)):

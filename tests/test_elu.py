@@ -1,4 +1,4 @@
-"""ELU family (spec §3) tests beyond the generic OpInfo tests of test_common.py:
+"""ELU family (docs/spec.md §3) tests beyond the generic OpInfo tests of test_common.py:
 the worked example, the x == 0 rule, parity with torch.nn.functional and aten
 (values in ulps, gradients, double gradients), layout independence, out=
 behaviour, the Python API's own errors, and a compiled training step."""
@@ -114,7 +114,7 @@ def _check_packed_lanes(dtype):
         assert same(ours_b, torch.ops.aten.elu_backward(g, alpha, scale, input_scale, False, x)).all()
         assert same(ta.elu_backward(gs, alpha, scale, input_scale, False, xs), ours_b).all()
         ours_f = ta.elu(x, alpha, scale=scale, input_scale=input_scale)
-        # aten's x >= 0 rule gives +0 at x = +-0 where ours (x > 0) keeps expm1's -0 (spec §3)
+        # aten's x >= 0 rule gives +0 at x = +-0 where ours (x > 0) keeps expm1's -0 (docs/spec.md §3)
         assert (same(ours_f, torch.ops.aten.elu(x, alpha, scale, input_scale)) | (x == 0)).all()
         assert same(ta.elu(xs, alpha, scale=scale, input_scale=input_scale), ours_f).all()
 

@@ -1,4 +1,4 @@
-"""Forward-mode AD and torch.func on every operator (spec "Edge rules":
+"""Forward-mode AD and torch.func on every operator (docs/spec.md "Edge rules":
 forward-mode AD): float64 gradcheck with forward and backward AD, batched
 gradients (vmap over the backward and the jvp) and gradgradcheck (reverse
 over reverse, forward over reverse) on the OpInfo samples, non-contiguous and

@@ -114,7 +114,7 @@ floats = st.sampled_from(FLOATING)
 
 
 # ---------------------------------------------------------------------------
-# upsample_nearest3d / upsample_nearest_exact3d (spec §1, §2)
+# upsample_nearest3d / upsample_nearest_exact3d (docs/spec.md §1, §2)
 
 UPSAMPLE = [("nearest", ops.upsample_nearest3d, ops.upsample_nearest3d_backward),
             ("nearest-exact", ops.upsample_nearest_exact3d, ops.upsample_nearest_exact3d_backward)]
@@ -181,7 +181,7 @@ def test_upsample_backward(mode, fwd, bwd, data, sz, dtype, layout, seed, use_ou
 
 
 # ---------------------------------------------------------------------------
-# elu / elu_backward (spec §3)
+# elu / elu_backward (docs/spec.md §3)
 
 shapes = st.lists(sizes, min_size=0, max_size=8).filter(lambda s: math.prod(s) <= 400)
 params = st.one_of(st.integers(-3, 3), st.floats(-3.0, 3.0, allow_nan=False, allow_infinity=False))
@@ -228,7 +228,7 @@ def test_elu_backward(data, shape, dtype, layouts, seed, alpha, scale, input_sca
 
 
 # ---------------------------------------------------------------------------
-# smooth_l1_loss / smooth_l1_loss_backward (spec §4)
+# smooth_l1_loss / smooth_l1_loss_backward (docs/spec.md §4)
 
 @st.composite
 def broadcast_pair(draw):
@@ -292,7 +292,7 @@ def test_smooth_l1_backward(data, shapes_, dtype, layouts, seed, reduction, beta
 
 
 # ---------------------------------------------------------------------------
-# max_unpool3d / max_unpool3d_backward (spec §5)
+# max_unpool3d / max_unpool3d_backward (docs/spec.md §5)
 
 @st.composite
 def unpool_case(draw, allow_duplicates):

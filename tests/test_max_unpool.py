@@ -1,4 +1,4 @@
-"""max_unpool3d / max_unpool3d_backward (spec §5) beyond the generic OpInfo
+"""max_unpool3d / max_unpool3d_backward (docs/spec.md §5) beyond the generic OpInfo
 tests of tests/test_common.py: the worked example, parity with
 F.max_unpool3d and its autograd gradient, determinism for repeated indices,
 the index rule, out=, layouts, and a compiled MaxPool3d -> MaxUnpool3d
@@ -17,7 +17,7 @@ WORKED_INDICES = [0, 0, 0, 3, 0, 0, 0, 8, 0, 0, 0, 11, 0, 0, 0, 13]
 
 
 def test_worked_example():
-    """Spec §5: (1, 1, 4, 4) ones, output_size [1, 4, 4], stride = padding = [1, 2, 3] -> ones."""
+    """docs/spec.md §5: (1, 1, 4, 4) ones, output_size [1, 4, 4], stride = padding = [1, 2, 3] -> ones."""
     go = torch.ones(1, 1, 4, 4)
     idx = torch.tensor(WORKED_INDICES).view(1, 1, 4, 4)
     out = ta.max_unpool3d_backward(go, go, idx, [1, 4, 4], [1, 2, 3], [1, 2, 3])

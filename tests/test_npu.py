@@ -49,7 +49,7 @@ def on_npu_path(overload, *args, **kwargs):
 # glue's result cannot match ours, so such samples are left out, each for a
 # stated reason:
 #   upsample  aten's CPU nearest backward short-cuts out == in and out == 2*in
-#             and then ignores a given scale (spec §1, pytorch#97135); the
+#             and then ignores a given scale (docs/spec.md §1, pytorch#97135); the
 #             NPU kernel has no such short-cut (its tiling uses the given
 #             scale). Decided per sample with the OpInfo's own exact_vs_aten
 #             rule applied to the scales the glue actually passes (all three
@@ -222,7 +222,7 @@ def _spy_upsample(monkeypatch, which, mode):
 ])
 def test_scales_for_some_axes_are_dropped(mode, fwd, bwd):
     """Scales given for some axes only reach the device as None for all
-    three (all-or-nothing, spec §1/§2); passed through as given, aten (like
+    three (all-or-nothing, docs/spec.md §1/§2); passed through as given, aten (like
     the older aclnn nearest backward) would use them per axis."""
     x = make_tensor((1, 2, 4, 4, 4), torch.float32)
     g = make_tensor((1, 2, 5, 6, 7), torch.float32)
@@ -349,7 +349,7 @@ def test_max_unpool_duplicates_leave_the_scatter_no_choice(monkeypatch, shape, d
 
 
 def test_max_unpool_worked_example():
-    """Spec §5: grad_output = ones, indices with repeats -> out = ones."""
+    """docs/spec.md §5: grad_output = ones, indices with repeats -> out = ones."""
     idx = torch.tensor([0, 0, 0, 3, 0, 0, 0, 8, 0, 0, 0, 11, 0, 0, 0, 13]).view(1, 1, 4, 4)
     g = torch.ones(1, 1, 4, 4)
     got = on_npu_path(ops.max_unpool3d_backward.default, g, torch.empty(1, 1, 4, 4), idx, [1, 4, 4], [1, 2, 3],

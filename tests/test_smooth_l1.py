@@ -1,4 +1,4 @@
-"""SmoothL1 family (spec §4) tests beyond the generic OpInfo ones in
+"""SmoothL1 family (docs/spec.md §4) tests beyond the generic OpInfo ones in
 tests/test_common.py: the worked example, the deliberate differences from
 aten's raw backward (beta == 0 at d == 0, the 'mean' divisor), parity with
 F.smooth_l1_loss values and autograd, dtype promotion, low precision rounded

@@ -1,4 +1,4 @@
-"""The upsample-nearest family (spec §1, §2): what the generic OpInfo tests in
+"""The upsample-nearest family (docs/spec.md §1, §2): what the generic OpInfo tests in
 test_common.py do not cover — worked examples, the spec's deliberate
 differences from aten, the F.interpolate-style API, layouts and a compiled
 training step."""

@@ -92,7 +92,7 @@ def _empty(shape, dtype, channels_last=False):
 
 
 # ---------------------------------------------------------------------------
-# upsample_nearest3d / upsample_nearest_exact3d (spec §1, §2)
+# upsample_nearest3d / upsample_nearest_exact3d (docs/spec.md §1, §2)
 
 _UPSAMPLE = {
     "nearest": ("upsample_nearest3d", _aten.upsample_nearest3d, _aten.upsample_nearest3d_backward),
@@ -169,7 +169,7 @@ def _upsample_cases():
 
 
 # ---------------------------------------------------------------------------
-# elu (spec §3)
+# elu (docs/spec.md §3)
 
 # Elements per chunk of the exp floor: input and output of a chunk stay in
 # each core's L2 (2 threads: 128 Ki elements each), so the floor times the
@@ -220,7 +220,7 @@ def _elu_cases():
 
 
 # ---------------------------------------------------------------------------
-# smooth_l1_loss (spec §4)
+# smooth_l1_loss (docs/spec.md §4)
 
 _REDUCTIONS = {"none": 0, "mean": 1}
 
@@ -259,7 +259,7 @@ def _smooth_l1_cases():
 
 
 # ---------------------------------------------------------------------------
-# max_unpool3d (spec §5): a 2x2x2 max pooling's indices
+# max_unpool3d (docs/spec.md §5): a 2x2x2 max pooling's indices
 
 def _pooled(size, dtype):
     x = _randn(UNPOOL_INPUT[size], dtype)

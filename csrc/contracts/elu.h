@@ -1,4 +1,4 @@
-// The contract of the ELU family (spec §3): elu (forward) and elu_backward
+// The contract of the ELU family (docs/spec.md §3): elu (forward) and elu_backward
 // (aclnnEluBackward), which also serve SELU and CELU. Every backend (CPU,
 // CUDA, Meta, and the NPU glue through Meta) validates with this header.
 #pragma once

@@ -1,4 +1,4 @@
-// The contract of the MaxUnpool3d family (spec §5): max_unpool3d_backward
+// The contract of the MaxUnpool3d family (docs/spec.md §5): max_unpool3d_backward
 // (aclnnMaxUnpool3dBackward, the document's 14 contract errors plus the index
 // rule) and the forward max_unpool3d, whose rules are derived from the
 // backward's. Every backend (CPU, CUDA, Meta) validates with this header.

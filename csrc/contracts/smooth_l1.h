@@ -1,4 +1,4 @@
-// The contract of the SmoothL1 family (spec §4): smooth_l1_loss and
+// The contract of the SmoothL1 family (docs/spec.md §4): smooth_l1_loss and
 // smooth_l1_loss_backward (aclnnSmoothL1LossBackward). Every backend (CPU,
 // CUDA, Meta, and the NPU glue through Meta) validates with this header and
 // takes the result's dtype and shape from it.

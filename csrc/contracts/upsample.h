@@ -1,4 +1,4 @@
-// The contract of the upsample-nearest family (spec §1 and §2): argument
+// The contract of the upsample-nearest family (docs/spec.md §1 and §2): argument
 // rules, the scale-selection rule and the source-index mapping. Every backend
 // (CPU, CUDA, Meta, and the NPU glue through Meta) uses this header.
 #pragma once

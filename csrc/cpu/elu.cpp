@@ -1,4 +1,4 @@
-// CPU kernels of the ELU family (spec §3): elu and elu_backward.
+// CPU kernels of the ELU family (docs/spec.md §3): elu and elu_backward.
 //
 // The formulas, as at::vec::Vectorized ops, run through the shared
 // elementwise driver (cpu/elementwise.h): a flat loop for operands dense with

@@ -1,4 +1,4 @@
-// CPU kernels of the MaxUnpool3d family (spec §5).
+// CPU kernels of the MaxUnpool3d family (docs/spec.md §5).
 //
 // Both operators only move elements, so they dispatch on the element size
 // (1, 2, 4 or 8 bytes) and copy bits: every dtype is exact (NaN payloads and

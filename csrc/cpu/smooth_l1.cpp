@@ -1,4 +1,4 @@
-// CPU kernels of the SmoothL1 family (spec §4).
+// CPU kernels of the SmoothL1 family (docs/spec.md §4).
 //
 // Inputs are first brought to the promoted dtype (a no-op in the common
 // same-dtype case); a TensorIterator then handles broadcasting and arbitrary
@@ -484,7 +484,7 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, cons
   if (grad_input.numel() == 0) return;
   const at::Tensor grad_output = as_dtype(grad_output_, dtype), self = as_dtype(self_, dtype),
                    target = as_dtype(target_, dtype);
-  // 'mean': the derivative of the mean over broadcast(self, target) (spec §4;
+  // 'mean': the derivative of the mean over broadcast(self, target) (docs/spec.md §4;
   // not self.numel(), which aten uses).
   const int64_t loss_numel = c10::multiply_integers(at::infer_size(self.sizes(), target.sizes()));
   const double norm = reduction == kMean ? 1.0 / static_cast<double>(loss_numel) : 1.0;

@@ -1,4 +1,4 @@
-// CPU kernels of the upsample-nearest family (spec §1, §2).
+// CPU kernels of the upsample-nearest family (docs/spec.md §1, §2).
 //
 // Forward: a gather through per-axis offset tables.
 // Backward: a deterministic gather. Every grad_input element sums its window

@@ -1,4 +1,4 @@
-// CUDA kernels of the ELU family (spec §3): elu and elu_backward.
+// CUDA kernels of the ELU family (docs/spec.md §3): elu and elu_backward.
 //
 // Same contract (csrc/contracts/elu.h), result layout (empty_like with the
 // input's layout) and out= rules as the CPU kernels in csrc/cpu/elu.cpp; the

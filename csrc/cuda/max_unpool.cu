@@ -1,4 +1,4 @@
-// CUDA kernels of the MaxUnpool3d family (spec §5).
+// CUDA kernels of the MaxUnpool3d family (docs/spec.md §5).
 //
 // Same contract (csrc/contracts/max_unpool.h), geometry, result layouts and
 // out= rules as the CPU kernels in csrc/cpu/max_unpool.cpp. Both operators

@@ -1,4 +1,4 @@
-// CUDA kernels of the SmoothL1 family (spec §4).
+// CUDA kernels of the SmoothL1 family (docs/spec.md §4).
 //
 // Same contract (csrc/contracts/smooth_l1.h), promotion, result layout (a
 // contiguous tensor of the broadcast shape, 0-dim for 'mean'/'sum') and out=
@@ -188,7 +188,7 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, cons
   const at::Tensor grad_output = prepare(grad_output_, dtype, device);
   const at::Tensor self = prepare(self_, dtype, device);
   const at::Tensor target = prepare(target_, dtype, device);
-  // 'mean': the derivative of the mean over broadcast(self, target) (spec §4;
+  // 'mean': the derivative of the mean over broadcast(self, target) (docs/spec.md §4;
   // not self.numel(), which aten uses).
   const double norm =
       reduction == kMean ? 1.0 / static_cast<double>(c10::multiply_integers(at::infer_size(self.sizes(), target.sizes())))

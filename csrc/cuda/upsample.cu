@@ -1,4 +1,4 @@
-// CUDA kernels of the upsample-nearest family (spec §1, §2).
+// CUDA kernels of the upsample-nearest family (docs/spec.md §1, §2).
 //
 // Same contract (csrc/contracts/upsample.h) and same index mapping
 // (source_index and axis_scale are C10_HOST_DEVICE: host and device run the

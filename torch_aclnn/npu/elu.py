@@ -1,4 +1,4 @@
-"""NPU glue of the ELU family (spec §3).
+"""NPU glue of the ELU family (docs/spec.md §3).
 
 torch_npu's aten kernels (op-plugin op_plugin/ops/opapi/EluKernelNpuOpApi.cpp,
 EluBackwardKernelNpuOpApi.cpp) call aclnnElu / aclnnEluBackward.

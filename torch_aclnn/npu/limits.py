@@ -1,6 +1,6 @@
 """Device limits of the Ascend kernels: the one table the NPU glue consults.
 
-A *device limit* (spec OPS.md, "contract error vs device limit") is a
+A *device limit* (docs/spec.md, Conventions: "Device limit") is a
 constraint of the NPU kernel, not of the operator: CPU and CUDA have no such
 limit, so the NPU path must still return the spec's answer. Each row says how
 the glue handles an input beyond it:
@@ -34,7 +34,7 @@ SPLIT, CPU = "split", "cpu"
 
 # Sources, cited by the rows (public Ascend repositories).
 _UPSAMPLE_BWD_DOC = ("ops-cv image/upsample_nearest3d_grad/docs/aclnnUpsampleNearest3dBackward_en.md "
-                     "'Constraints' (spec §1 device limits)")
+                     "'Constraints' (docs/spec.md §1 device limits)")
 _UPSAMPLE_FWD_DOC = "ops-cv image/upsample_nearest3d/docs/aclnnUpsampleNearest3d_en.md, parameter table"
 _EXACT_BWD_SRC = "ops-cv image/upsample_nearest_exact3d_grad/op_host/op_api/aclnn_upsample_nearest_exact3d_backward.cpp"
 _EXACT_FWD_SRC = "ops-cv image/upsample_nearest_exact3d/op_host/op_api/aclnn_upsample_nearest_exact3d.cpp"
@@ -89,9 +89,9 @@ LIMITS = (
     # (upsample_nearest_3d_grad.cpp, CheckNearest3dGradScales) moves such
     # calls to its AI CPU kernel itself.
     Limit(("upsample_nearest_exact3d_backward",), "scale", "scale (output/input size, or the given scale) <= 50",
-          CPU, 50.0, lambda g: max(g.factors), f"{_EXACT_BWD_SRC} (MAX_SUPPORT_SCALE); spec §2"),
+          CPU, 50.0, lambda g: max(g.factors), f"{_EXACT_BWD_SRC} (MAX_SUPPORT_SCALE); docs/spec.md §2"),
     Limit(("upsample_nearest_exact3d_backward",), "dtype", "no float64 kernel (FLOAT, FLOAT16, BFLOAT16 only)",
-          CPU, False, _not({torch.float64}), f"{_EXACT_BWD_SRC} (DTYPE_SUPPORT_LIST); spec §2 dtypes"),
+          CPU, False, _not({torch.float64}), f"{_EXACT_BWD_SRC} (DTYPE_SUPPORT_LIST); docs/spec.md §2 dtypes"),
     # ---- upsample forwards (aclnnUpsampleNearest3d, aclnnUpsampleNearestExact3d) -----------
     Limit(_UPSAMPLE_FWD, "axis_nc", "every axis of self and out <= 2^31 - 1 (N, C)", SPLIT, (1 << 31) - 1,
           lambda g: 1, _UPSAMPLE_FWD_DOC),
@@ -105,16 +105,16 @@ LIMITS = (
     Limit(("elu",), "dtype", "float64 computed with float32 parameters (alpha, scale, input_scale)", CPU, False,
           _not({torch.float64}), f"{_ELU_SRC} (ToFloat)"),
     Limit(("elu_backward",), "dtype", "no float64 kernel (FLOAT, FLOAT16, BFLOAT16 only)", CPU, False,
-          _not({torch.float64}), f"{_ELU_BWD_SRC} (DTYPE_SUPPORT_LIST); spec §3 dtypes"),
+          _not({torch.float64}), f"{_ELU_BWD_SRC} (DTYPE_SUPPORT_LIST); docs/spec.md §3 dtypes"),
     # ---- §4 smooth_l1_loss ---------------------------------------------------------------------
     Limit(_SL1, "dtype", "no float64 kernel (FLOAT, FLOAT16, BFLOAT16 only)", CPU, False, _not({torch.float64}),
-          f"{_SL1_BWD_SRC}, {_SL1_SRC} (DTYPE_SUPPORT_LIST); spec §4 dtypes"),
+          f"{_SL1_BWD_SRC}, {_SL1_SRC} (DTYPE_SUPPORT_LIST); docs/spec.md §4 dtypes"),
     Limit(_SL1, "ndim", "at most 8 dims", CPU, 8, lambda g: g.ndim,
           f"{_SL1_BWD_SRC}, {_SL1_SRC} (MAX_SUPPORT_DIMS_NUMS = 8)"),
     # ---- §5 max_unpool3d -----------------------------------------------------------------------
     # The backward is a gather (aten.gather), which has no such gap.
     Limit(("max_unpool3d",), "dtype", "no bfloat16 kernel", CPU, False, _not({torch.bfloat16}),
-          f"{_UNPOOL_DOC} (dtype list); spec §5 dtypes"),
+          f"{_UNPOOL_DOC} (dtype list); docs/spec.md §5 dtypes"),
 )
 
 

@@ -1,4 +1,4 @@
-"""NPU glue of the MaxUnpool3d family (spec §5).
+"""NPU glue of the MaxUnpool3d family (docs/spec.md §5).
 
 Forward: torch_npu's aten.max_unpool3d (op-plugin
 op_plugin/ops/opapi/MaxUnpool3dKernelNpuOpApi.cpp) calls aclnnMaxUnpool3d, a

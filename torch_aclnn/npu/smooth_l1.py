@@ -1,4 +1,4 @@
-"""NPU glue of the SmoothL1 family (spec §4).
+"""NPU glue of the SmoothL1 family (docs/spec.md §4).
 
 torch_npu's aten kernels (op-plugin op_plugin/ops/opapi/
 SmoothL1LossKernelNpuOpApi.cpp, SmoothL1LossBackwardKernelNpuOpApi.cpp) call

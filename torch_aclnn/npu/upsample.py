@@ -1,4 +1,4 @@
-"""NPU glue of the upsample-nearest family (spec §1, §2).
+"""NPU glue of the upsample-nearest family (docs/spec.md §1, §2).
 
 torch_npu's aten kernels (op-plugin, op_plugin/ops/opapi/
 UpsampleNearest3d[Backward]KernelNpuOpApi.cpp and

@@ -71,7 +71,7 @@ def register_autograd(qualname: str, backward: Callable, *, setup_context: Calla
 
 
 # ---------------------------------------------------------------------------
-# Python-level arguments (spec "Edge rules": the wrappers speak the contract's
+# Python-level arguments (docs/spec.md "Edge rules": the wrappers speak the contract's
 # error language). Each check names the argument as the user passed it and
 # shows the value given. Symbolic values (torch.SymInt / SymFloat under
 # torch.compile(dynamic=True)) are passed through untouched: converting them

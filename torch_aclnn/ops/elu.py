@@ -1,4 +1,4 @@
-"""The ELU family (spec §3): elu and elu_backward (aclnnEluBackward).
+"""The ELU family (docs/spec.md §3): elu and elu_backward (aclnnEluBackward).
 
 ELU, SELU and CELU are all the one operator
 ``elu(x) = scale * x if x > 0 else alpha * scale * expm1(input_scale * x)``
@@ -156,7 +156,7 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
 
 
 # ---------------------------------------------------------------------------
-# Autograd (spec "Autograd pairing"), forward-mode AD and vmap:
+# Autograd (docs/spec.md "Autograd pairing"), forward-mode AD and vmap:
 #   elu          backward: elu_backward(grad, ..., is_result=False, x = input)
 #                jvp:      elu_backward(t, ..., is_result=False, x)
 #   elu_backward linear in grad_output: elu_backward again, for backward and jvp;

@@ -1,4 +1,4 @@
-"""The MaxUnpool3d family (spec §5): max_unpool3d and max_unpool3d_backward,
+"""The MaxUnpool3d family (docs/spec.md §5): max_unpool3d and max_unpool3d_backward,
 4-D (N, D, H, W) or 5-D (N, C, D, H, W).
 
 Where things live:
@@ -132,7 +132,7 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
 
 
 # ---------------------------------------------------------------------------
-# Autograd (spec "Autograd pairing"), forward-mode AD and vmap. max_unpool3d ->
+# Autograd (docs/spec.md "Autograd pairing"), forward-mode AD and vmap. max_unpool3d ->
 # max_unpool3d_backward w.r.t. self; indices are not differentiable.
 # max_unpool3d_backward is linear in grad_output, and its adjoint is
 # max_unpool3d with the same indices (exact for unique indices, as max_pool3d

@@ -1,4 +1,4 @@
-"""The SmoothL1 family (spec §4): smooth_l1_loss and its backward,
+"""The SmoothL1 family (docs/spec.md §4): smooth_l1_loss and its backward,
 aclnnSmoothL1LossBackward.
 
 Where things live:
@@ -11,7 +11,7 @@ Where things live:
                     that calls it: csrc/autograd.cpp)
 
 Semantics that differ from aten's raw ``smooth_l1_loss_backward`` (by design,
-spec §4): with ``beta == 0`` the gradient is ``sign(d)`` with ``sign(0) = 0``
+docs/spec.md §4): with ``beta == 0`` the gradient is ``sign(d)`` with ``sign(0) = 0``
 (aten's kernel gives -1 at d == 0; ``F.smooth_l1_loss`` avoids that by using
 l1_loss), and 'mean' divides by ``numel(broadcast(self, target))`` (aten uses
 ``self.numel()``).

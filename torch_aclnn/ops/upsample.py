@@ -1,4 +1,4 @@
-"""The upsample-nearest family (spec §1, §2): nearest and nearest-exact, 5-D.
+"""The upsample-nearest family (docs/spec.md §1, §2): nearest and nearest-exact, 5-D.
 
 Where things live:
   schema            csrc/torch_aclnn.cpp
@@ -70,7 +70,7 @@ def upsample_nearest3d(input: torch.Tensor, size: Optional[Size3] = None,
                        recompute_scale_factor: Optional[bool] = None) -> torch.Tensor:
     """``F.interpolate(input, size, scale_factor, mode="nearest")`` for 5-D input.
 
-    Index rule (spec §1): ``src = min(floor(dst * s), in - 1)`` in float32 with
+    Index rule (docs/spec.md §1): ``src = min(floor(dst * s), in - 1)`` in float32 with
     ``s = 1/scale`` when all three scales are given, else ``in/out``.
     """
     output_size, scales = _resolve("upsample_nearest3d", input, size, scale_factor, recompute_scale_factor)
@@ -82,7 +82,7 @@ def upsample_nearest_exact3d(input: torch.Tensor, size: Optional[Size3] = None,
                              recompute_scale_factor: Optional[bool] = None) -> torch.Tensor:
     """``F.interpolate(input, size, scale_factor, mode="nearest-exact")`` for 5-D input.
 
-    Index rule (spec §2): ``src = min(floor((dst + 0.5) * s), in - 1)``.
+    Index rule (docs/spec.md §2): ``src = min(floor((dst + 0.5) * s), in - 1)``.
     """
     output_size, scales = _resolve("upsample_nearest_exact3d", input, size, scale_factor, recompute_scale_factor)
     return _ops.upsample_nearest_exact3d(input, output_size, *scales)

@@ -138,7 +138,7 @@ class OpInfo:
     # The out= overload ("grad_input") and the name of its out keyword.
     out_overload: Optional[str] = None
     out_kwarg: str = "grad_input"
-    # The out= tensor must be contiguous (max_unpool3d_backward, spec §5 row 1).
+    # The out= tensor must be contiguous (max_unpool3d_backward, docs/spec.md §5 row 1).
     out_contiguous_only: bool = False
     # The result dtype of a sample when it is not the dtype the sample was made with.
     result_dtype: Optional[Callable[[SampleInput], torch.dtype]] = None

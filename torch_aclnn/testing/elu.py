@@ -1,4 +1,4 @@
-"""OpInfos of the ELU family (spec §3): elu and elu_backward.
+"""OpInfos of the ELU family (docs/spec.md §3): elu and elu_backward.
 
 Distance to aten's CPU kernels, ``ulp_table()`` (max ulp over ELU, ELU(0.5),
 SELU, CELU(0.5); 10^6 values in [-20, 5] and near 0), torch 2.13, AVX512:

@@ -1,4 +1,4 @@
-"""OpInfos of the MaxUnpool3d family (spec §5): max_unpool3d and
+"""OpInfos of the MaxUnpool3d family (docs/spec.md §5): max_unpool3d and
 max_unpool3d_backward, 4-D (N, D, H, W) and 5-D (N, C, D, H, W)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OpInfos of the SmoothL1 family (spec §4): smooth_l1_loss and
+"""OpInfos of the SmoothL1 family (docs/spec.md §4): smooth_l1_loss and
 smooth_l1_loss_backward."""
 from __future__ import annotations
 

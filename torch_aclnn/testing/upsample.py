@@ -1,4 +1,4 @@
-"""OpInfos of the upsample-nearest family (spec §1, §2)."""
+"""OpInfos of the upsample-nearest family (docs/spec.md §1, §2)."""
 from __future__ import annotations
 
 import torch
@@ -64,7 +64,7 @@ def exact_vs_aten(mode: str, in_size, output_size, scales, backward: bool) -> bo
 
     Besides, aten decides per axis whether to use a scale (we use them all-or-nothing),
     and its nearest backward kernel short-cuts out == in and out == 2*in,
-    ignoring a given scale there (spec §1, pytorch#97135; its forward does not)."""
+    ignoring a given scale there (docs/spec.md §1, pytorch#97135; its forward does not)."""
     given = [s is not None and s > 0 for s in scales]
     if any(given) and not all(given):
         return False
