@@ -5,6 +5,7 @@ Two processes on one machine:
 
     torchrun --nproc-per-node 2 examples/ddp_train.py
     torchrun --nproc-per-node 2 examples/ddp_train.py --patch --steps 50
+    torchrun --nproc-per-node 2 examples/ddp_train.py --compile --plot ddp_loss.png
 
 Every process builds the same global batch (synthetic, seeded by the step)
 and trains on its own slice of it; DDP averages the gradients, which then
@@ -31,8 +32,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch_aclnn  # noqa: E402
-from torch_aclnn._progress import Progress  # noqa: E402
-from train_unet3d import UNet3d, gradients, layers_namespace, loss_module, make_batch, max_grad_diff  # noqa: E402
+from train_unet3d import (UNet3d, gradients, layers_namespace, loss_module, make_batch, max_grad_diff,  # noqa: E402
+                          report, write_plot)
 
 
 def parse_args(argv=None):
@@ -46,6 +47,9 @@ def parse_args(argv=None):
     p.add_argument("--patch", action="store_true", help="plain torch.nn model routed by torch_aclnn.patch()")
     p.add_argument("--dump-grads", metavar="FILE", help="rank 0 saves the initial weights and step-0 gradients")
     p.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
+    p.add_argument("--compile", action="store_true", help="torch.compile(DDP model, fullgraph=False)")
+    p.add_argument("--backend", default="inductor", help="torch.compile backend (default inductor)")
+    p.add_argument("--plot", default="", metavar="PNG", help="rank 0 writes the loss curve there (needs matplotlib)")
     return p.parse_args(argv)
 
 
@@ -69,6 +73,8 @@ def main(argv=None) -> int:
     use_aclnn_modules = not args.patch
     model = UNet3d(layers_namespace(use_aclnn_modules), args.channels)
     ddp = DDP(model)  # broadcasts rank 0's weights
+    # (DDP's gradient hooks split a compiled graph at bucket boundaries, so no fullgraph)
+    run = torch.compile(ddp, backend=args.backend) if args.compile else ddp
     initial = {k: v.clone() for k, v in model.state_dict().items()}
     loss_fn = loss_module(use_aclnn_modules)
     optim = torch.optim.Adam(ddp.parameters(), lr=args.lr)
@@ -77,15 +83,16 @@ def main(argv=None) -> int:
         torch_aclnn.patch()
     try:
         if rank == 0:
-            how = "plain torch.nn + torch_aclnn.patch()" if args.patch else "torch_aclnn.nn modules"
+            how = ("plain torch.nn + torch_aclnn.patch()" if args.patch else "torch_aclnn.nn modules") + \
+                (f", torch.compile({args.backend})" if args.compile else "")
             print(f"DDP (gloo) x {world} processes, UNet3d on {how}; global batch {args.batch} "
                   f"({local} per process), {args.steps} steps")
-        bar = Progress(args.steps, label=f"rank 0/{world}") if rank == 0 else None
+        losses = []
         start = time.monotonic()
         for step in range(args.steps):
             noisy, clean = make_batch(step, args.batch, args.size, args.seed)  # the same on every rank
             optim.zero_grad(set_to_none=True)
-            loss = loss_fn(ddp(noisy[mine]), clean[mine])
+            loss = loss_fn(run(noisy[mine]), clean[mine])
             loss.backward()  # DDP all-reduces (averages) the gradients here
             if step == 0 and rank == 0:
                 grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
@@ -100,13 +107,15 @@ def main(argv=None) -> int:
             optim.step()
             global_loss = loss.detach().clone()
             dist.all_reduce(global_loss)
-            if bar is not None:
-                bar.step(f"loss {global_loss.item() / world:.4f}")
-        if bar is not None:
-            bar.close()
-            print(f"{args.steps} steps in {time.monotonic() - start:.1f}s; final loss {global_loss.item() / world:.4f}")
+            losses.append(global_loss.item() / world)
+            if rank == 0:
+                report(step, args.steps, losses[-1], start, prefix=f"rank 0/{world}: ")
+        if rank == 0:
+            print(f"{args.steps} steps in {time.monotonic() - start:.1f}s; final loss {losses[-1]:.4f}")
             if args.patch:
                 print(f"routed to torch_aclnn (rank 0): {torch_aclnn.patch_stats().routed}")
+            if args.plot:
+                write_plot(losses, args.plot, f"UNet3d, DDP x {world}, on {how}")
     finally:
         if args.patch:
             torch_aclnn.unpatch()
@@ -116,7 +125,7 @@ def main(argv=None) -> int:
         # outlive main() and a worker could free a tensor while the interpreter
         # is finalising, which aborts the process. Dropping every holder first
         # lets destroy_process_group() join the workers while Python is alive.
-        ddp = model = optim = None  # noqa: F841
+        ddp = run = model = optim = None  # noqa: F841
         gc.collect()
         dist.destroy_process_group()
     return 0

@@ -15,7 +15,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-TINY = ["--steps", "2", "--size", "8", "--batch", "2", "--channels", "4"]
+TINY = ["--steps", "2", "--size", "8", "--batch", "2", "--channels", "4", "--timing-steps", "2"]
 
 
 def _env():
@@ -51,6 +51,7 @@ def test_train_unet3d_modules(tmp_path):
     out = _run(["examples/train_unet3d.py", *TINY, "--plot", str(png)])
     assert _grad_diff(out) <= 1e-6
     assert "torch_aclnn.nn modules" in out
+    assert re.search(r"step time \(median of 2\): torch_aclnn [0-9.]+ ms, plain PyTorch [0-9.]+ ms", out), out
     if importlib.util.find_spec("matplotlib") is not None:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     else:
@@ -58,7 +59,9 @@ def test_train_unet3d_modules(tmp_path):
 
 
 def test_train_unet3d_patch_compile():
-    out = _run(["examples/train_unet3d.py", *TINY, "--patch", "--compile", "--backend", "aot_eager", "--plot", ""])
+    out = _run(["examples/train_unet3d.py", *TINY[:-2], "--patch", "--compile", "--backend", "aot_eager",
+                "--plot", "", "--timing-steps", "0"])
+    assert "step time" not in out
     assert _grad_diff(out) <= 1e-5
     m = re.search(r"routed to torch_aclnn: (\{.*\})", out)
     assert m, out
