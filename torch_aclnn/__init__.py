@@ -15,6 +15,7 @@ from . import _loader
 
 _loader.load()
 
+from .ops._common import quiet_contract_error_logs  # noqa: E402
 from .ops.elu import celu, elu, elu_backward, selu  # noqa: E402
 from .ops.smooth_l1 import huber_loss, smooth_l1_loss, smooth_l1_loss_backward  # noqa: E402
 from .ops.max_unpool import max_unpool3d, max_unpool3d_backward  # noqa: E402
@@ -31,6 +32,7 @@ from . import npu  # noqa: E402,F401
 from . import _autocast  # noqa: E402
 
 _autocast.register()
+quiet_contract_error_logs()
 
 from . import _dropin  # noqa: E402
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import math
 import numbers
 import operator
@@ -16,6 +17,25 @@ PARAM_INVALID = 161002
 def contract_error(code: int, op: str, message: str) -> str:
     """The message format every backend uses: ``[torch_aclnn 161002] op: ...``."""
     return f"[torch_aclnn {code}] {op}: {message}"
+
+
+class _QuietContractErrors(logging.Filter):
+    """Drops the ERROR records torch's fake-tensor code writes, with a full
+    traceback, when a Meta kernel raises: for a torch_aclnn contract error
+    that is noise before the error itself, which torch.compile raises next
+    with the tagged message (TorchRuntimeError: ... got TypeError('[torch_aclnn
+    161002] ...')). Every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (exc is not None and str(exc).startswith("[torch_aclnn "))
+
+
+def quiet_contract_error_logs() -> None:
+    """Installs :class:`_QuietContractErrors` on torch's fake-tensor logger (once)."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    if not any(isinstance(f, _QuietContractErrors) for f in logger.filters):
+        logger.addFilter(_QuietContractErrors())
 
 
 def require(op: str, **args: Any) -> None:
