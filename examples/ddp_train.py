@@ -32,8 +32,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch_aclnn  # noqa: E402
-from train_unet3d import (UNet3d, gradients, layers_namespace, loss_module, make_batch, max_grad_diff,  # noqa: E402
-                          report, write_plot)
+from train_unet3d import (UNet3d, describe, gradients, layers_namespace, loss_module, make_batch,  # noqa: E402
+                          max_grad_diff, report, write_plot)
 
 
 def parse_args(argv=None):
@@ -83,8 +83,7 @@ def main(argv=None) -> int:
         torch_aclnn.patch()
     try:
         if rank == 0:
-            how = ("plain torch.nn + torch_aclnn.patch()" if args.patch else "torch_aclnn.nn modules") + \
-                (f", torch.compile({args.backend})" if args.compile else "")
+            how = describe(args)
             print(f"DDP (gloo) x {world} processes, UNet3d on {how}; global batch {args.batch} "
                   f"({local} per process), {args.steps} steps")
         losses = []

@@ -103,6 +103,12 @@ def max_grad_diff(a: dict, b: dict) -> float:
     return max((a[n] - b[n]).abs().max().item() for n in a)
 
 
+def describe(args) -> str:
+    """How the model runs, for the printed lines and the plot title."""
+    return ("plain torch.nn + torch_aclnn.patch()" if args.patch else "torch_aclnn.nn modules") + \
+        (f", torch.compile({args.backend})" if args.compile else "")
+
+
 def report(step: int, steps: int, loss: float, start: float, prefix: str = "") -> None:
     """A line every tenth of the run (and at its last step)."""
     if (step + 1) % max(1, steps // 10) == 0 or step + 1 == steps:
@@ -194,8 +200,7 @@ def main(argv=None) -> int:
     try:
         run = torch.compile(model, fullgraph=True, backend=args.backend) if args.compile else model
         optim = torch.optim.Adam(model.parameters(), lr=args.lr)
-        how = ("plain torch.nn + torch_aclnn.patch()" if args.patch else "torch_aclnn.nn modules") + \
-            (f", torch.compile({args.backend})" if args.compile else "")
+        how = describe(args)
         print(f"UNet3d ({sum(p.numel() for p in model.parameters())} parameters) on {how}; "
               f"{args.steps} steps of {args.batch} x 1 x {args.size}^3")
         losses = []

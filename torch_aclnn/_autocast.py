@@ -4,9 +4,10 @@ Under ``torch.autocast``, aten runs smooth_l1_loss (CPU and CUDA),
 max_unpool3d (CPU) and upsample_nearest3d / _upsample_nearest_exact3d (CUDA)
 in float32: float16/bfloat16 inputs are cast up, and the result is float32.
 elu, and the others on the other device, have no autocast rule (they run in
-the input's dtype); neither do the torch_aclnn operators then.
-tests/test_nn.py checks that this table names exactly the (operator, device)
-pairs whose aten counterpart has an autocast kernel. Registering the same rules here keeps ``torch_aclnn.patch()``
+the input's dtype); neither do the torch_aclnn operators then. The rules are
+each family's entry in torch_aclnn/_registry.py; tests/test_nn.py checks
+that they name exactly the (operator, device) pairs whose aten counterpart
+has an autocast kernel. Registering the same rules here keeps ``torch_aclnn.patch()``
 and the torch_aclnn.nn modules drop-in under autocast (tests/test_patch.py
 compares the dtypes and values with torch's).
 """
@@ -14,23 +15,13 @@ from __future__ import annotations
 
 import torch
 
+from ._registry import FAMILIES
+
 # (operator, device type) -> cast floating inputs (but float64) to float32.
-FP32_RULES = (
-    ("smooth_l1_loss", "cpu"),
-    ("smooth_l1_loss", "cuda"),
-    ("max_unpool3d", "cpu"),
-    ("upsample_nearest3d", "cuda"),
-    ("upsample_nearest_exact3d", "cuda"),
-)
+FP32_RULES = tuple(rule for f in FAMILIES for rule in f.autocast_fp32)
 
 # Our operator -> the aten operator whose autocast rule it follows.
-ATEN_COUNTERPART = {
-    "upsample_nearest3d": "aten::upsample_nearest3d",
-    "upsample_nearest_exact3d": "aten::_upsample_nearest_exact3d",
-    "elu": "aten::elu",
-    "smooth_l1_loss": "aten::smooth_l1_loss",
-    "max_unpool3d": "aten::max_unpool3d",
-}
+ATEN_COUNTERPART = {op: aten for f in FAMILIES for op, aten in f.aten.items()}
 
 
 def register() -> None:

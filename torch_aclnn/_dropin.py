@@ -25,6 +25,7 @@ from typing import Callable, Dict, FrozenSet, Union
 import torch
 import torch.nn.functional as F
 
+from ._registry import OPERATORS
 from .ops import elu as _elu, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
 
 __all__ = ["ROUTES", "call", "decide"]
@@ -47,7 +48,7 @@ _DEVICES: Dict[str, FrozenSet[str]] = {}
 def refresh_devices() -> None:
     privateuse1 = torch._C._get_privateuse1_backend_name()
     keys = (("CPU", "cpu"), ("CUDA", "cuda"), ("PrivateUse1", privateuse1))
-    for op in ("upsample_nearest3d", "upsample_nearest_exact3d", "elu", "smooth_l1_loss", "max_unpool3d"):
+    for op in OPERATORS:
         _DEVICES[op] = frozenset(dev for key, dev in keys
                                  if torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", key))
 

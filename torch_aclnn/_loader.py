@@ -78,6 +78,7 @@ def load() -> None:
 
 def has_cuda_kernels() -> bool:
     """Whether this build registered CUDA kernels (built with CUDA)."""
+    from ._registry import OPERATORS
+
     load()
-    return torch._C._dispatch_has_kernel_for_dispatch_key("torch_aclnn::elu", "CUDA") or \
-        torch._C._dispatch_has_kernel_for_dispatch_key("torch_aclnn::upsample_nearest3d", "CUDA")
+    return any(torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", "CUDA") for op in OPERATORS)

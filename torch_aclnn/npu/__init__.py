@@ -21,11 +21,10 @@ from . import _backend, limits  # noqa: F401
 from ._backend import is_available, torch_npu, unavailable_reason  # noqa: F401
 from ._glue import KERNELS, DeviceLimitWarning  # noqa: F401
 
-# One module per operator family, each registering its kernels on import.
-from . import upsample  # noqa: E402,F401
-from . import elu  # noqa: E402,F401
-from . import smooth_l1  # noqa: E402,F401
-from . import max_unpool  # noqa: E402,F401
+from .._registry import import_families
+
+# One module per operator family (torch_aclnn/npu/<stem>.py), registering its kernels on import.
+import_families(__name__)
 
 _backend.load_at_import()
 

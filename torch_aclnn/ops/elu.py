@@ -4,14 +4,9 @@ ELU, SELU and CELU are all the one operator
 ``elu(x) = scale * x if x > 0 else alpha * scale * expm1(input_scale * x)``
 with different parameters; x == 0 takes the negative branch.
 
-Where things live:
-  schema            csrc/torch_aclnn.cpp
-  contract          csrc/contracts/elu.h (all backends, incl. Meta/fake)
-  CPU kernels       csrc/cpu/elu.cpp
-  fake kernels      csrc/meta/elu.cpp (C++ Meta, shares the contract)
-  CUDA kernels      csrc/cuda/elu.cu (per-element code: csrc/cuda/elu.cuh)
-  autograd          this file (register_autograd below; the Autograd kernel
-                    that calls it: csrc/autograd.cpp)
+The family's other files share its stem (torch_aclnn/_registry.py):
+csrc/contracts/elu.h, csrc/cpu/elu.cpp, csrc/cuda/elu.cu, torch_aclnn/npu/elu.py,
+torch_aclnn/testing/elu.py. Its autograd formulas are below.
 """
 from __future__ import annotations
 

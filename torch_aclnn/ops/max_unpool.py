@@ -1,14 +1,9 @@
 """The MaxUnpool3d family (docs/spec.md §5): max_unpool3d and max_unpool3d_backward,
 4-D (N, D, H, W) or 5-D (N, C, D, H, W).
 
-Where things live:
-  schema            csrc/torch_aclnn.cpp
-  contract          csrc/contracts/max_unpool.h (all backends, incl. Meta/fake)
-  CPU kernels       csrc/cpu/max_unpool.cpp
-  fake kernels      csrc/meta/max_unpool.cpp (C++ Meta, shares the contract)
-  CUDA kernels      csrc/cuda/max_unpool.cu (per-element code: csrc/cuda/max_unpool.cuh)
-  autograd          this file (register_autograd below; the Autograd kernel
-                    that calls it: csrc/autograd.cpp)
+The family's other files share its stem (torch_aclnn/_registry.py):
+csrc/contracts/max_unpool.h, csrc/cpu/max_unpool.cpp, csrc/cuda/max_unpool.cu, torch_aclnn/npu/max_unpool.py,
+torch_aclnn/testing/max_unpool.py. Its autograd formulas are below.
 """
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """The SmoothL1 family (docs/spec.md §4): smooth_l1_loss and its backward,
 aclnnSmoothL1LossBackward.
 
-Where things live:
-  schema            csrc/torch_aclnn.cpp
-  contract          csrc/contracts/smooth_l1.h (all backends, incl. Meta/fake)
-  CPU kernels       csrc/cpu/smooth_l1.cpp
-  fake kernels      csrc/meta/smooth_l1.cpp (C++ Meta, shares the contract)
-  CUDA kernels      csrc/cuda/smooth_l1.cu (per-element code: csrc/cuda/smooth_l1.cuh)
-  autograd          this file (register_autograd below; the Autograd kernel
-                    that calls it: csrc/autograd.cpp)
+The family's other files share its stem (torch_aclnn/_registry.py):
+csrc/contracts/smooth_l1.h, csrc/cpu/smooth_l1.cpp, csrc/cuda/smooth_l1.cu, torch_aclnn/npu/smooth_l1.py,
+torch_aclnn/testing/smooth_l1.py. Its autograd formulas are below.
 
 Semantics that differ from aten's raw ``smooth_l1_loss_backward`` (by design,
 docs/spec.md §4): with ``beta == 0`` the gradient is ``sign(d)`` with ``sign(0) = 0``

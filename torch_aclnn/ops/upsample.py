@@ -1,13 +1,8 @@
 """The upsample-nearest family (docs/spec.md §1, §2): nearest and nearest-exact, 5-D.
 
-Where things live:
-  schema            csrc/torch_aclnn.cpp
-  contract          csrc/contracts/upsample.h (all backends, incl. Meta/fake)
-  CPU kernels       csrc/cpu/upsample.cpp
-  fake kernels      csrc/meta/upsample.cpp (C++ Meta, shares the contract)
-  CUDA kernels      csrc/cuda/upsample.cu (per-element code: csrc/cuda/upsample.cuh)
-  autograd          this file (register_autograd below; the Autograd kernel
-                    that calls it: csrc/autograd.cpp)
+The family's other files share its stem (torch_aclnn/_registry.py):
+csrc/contracts/upsample.h, csrc/cpu/upsample.cpp, csrc/cuda/upsample.cu, torch_aclnn/npu/upsample.py,
+torch_aclnn/testing/upsample.py. Its autograd formulas are below.
 """
 from __future__ import annotations
 

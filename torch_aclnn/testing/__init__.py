@@ -3,21 +3,11 @@ benchmarks: per-family OpInfos (sample inputs, float64 spec references,
 contract-error inputs) on top of :mod:`torch_aclnn.testing.core`."""
 from __future__ import annotations
 
-import importlib
-
 from .core import (  # noqa: F401
     FLOATING, LAYOUTS, TOLERANCES, ErrorInput, OpInfo, SampleInput, make_layout, make_tensor, tolerance,
 )
 
-# One module per operator family, each exporting OP_INFOS.
-FAMILIES = (
-    "upsample",
-    "elu",
-    "smooth_l1",
-    "max_unpool",
-)
+from .._registry import import_families
 
-OPS: dict = {}
-for _family in FAMILIES:
-    for _info in importlib.import_module(f"{__name__}.{_family}").OP_INFOS:
-        OPS[_info.name] = _info
+# Every family's OpInfos (torch_aclnn/testing/<stem>.py exports OP_INFOS), in registry order.
+OPS: dict = {info.name: info for module in import_families(__name__) for info in module.OP_INFOS}
