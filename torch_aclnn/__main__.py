@@ -108,6 +108,8 @@ def info_rows() -> list[tuple[str, object]]:
     import torch_aclnn
     from torch_aclnn import _loader
     from torch_aclnn._patch import ROUTED_FUNCTIONS
+    from torch_aclnn._registry import OPERATORS
+    from torch_aclnn._torch_api import has_kernel
 
     package_dir = Path(torch_aclnn.__file__).parent
     built = sorted(p.name.split(".")[0].removeprefix("_cpu_") for p in package_dir.glob("_cpu_*.so"))
@@ -117,14 +119,13 @@ def info_rows() -> list[tuple[str, object]]:
     else:
         gpu = f"False (torch built with CUDA {torch.version.cuda})"
     npu_package, npu_available = _npu_status()
-    ops = sorted(n for n in dir(torch.ops.torch_aclnn) if not n.startswith("_")
-                 and isinstance(getattr(torch.ops.torch_aclnn, n), torch._ops.OpOverloadPacket))
+    ops = sorted(OPERATORS)
     # A registered NPU kernel is usable only where an NPU is: say so beside it.
     npu_name = "npu" if npu_available == "True" else "npu (registered, unusable: no NPU, see above)"
     backends = {}
     for op in ops:
         have = [npu_name if name == "npu" else name for key, name in _BACKENDS
-                if torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", key)]
+                if has_kernel(op, key)]
         backends[op] = ", ".join(have) or "none"
     return [
         ("torch_aclnn", f"{torch_aclnn.__version__} ({package_dir})"),

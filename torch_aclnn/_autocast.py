@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from ._registry import FAMILIES
+from ._torch_api import autocast_available
 
 # (operator, device type) -> cast floating inputs (but float64) to float32.
 FP32_RULES = tuple(rule for f in FAMILIES for rule in f.autocast_fp32)
@@ -30,6 +31,6 @@ def register() -> None:
     for op, device in FP32_RULES:
         if not hasattr(torch.ops.torch_aclnn, op):
             continue
-        if not torch._C._is_autocast_available(device):
+        if not autocast_available(device):
             continue
         torch.library.register_autocast(f"torch_aclnn::{op}", device, torch.float32)

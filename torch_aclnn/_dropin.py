@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from ._registry import OPERATORS
+from ._torch_api import has_kernel, legacy_reduction, privateuse1_name
 from .ops import elu as _elu, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
 
 __all__ = ["ROUTES", "call", "decide"]
@@ -46,11 +47,9 @@ _DEVICES: Dict[str, FrozenSet[str]] = {}
 
 
 def refresh_devices() -> None:
-    privateuse1 = torch._C._get_privateuse1_backend_name()
-    keys = (("CPU", "cpu"), ("CUDA", "cuda"), ("PrivateUse1", privateuse1))
+    keys = (("CPU", "cpu"), ("CUDA", "cuda"), ("PrivateUse1", privateuse1_name()))
     for op in OPERATORS:
-        _DEVICES[op] = frozenset(dev for key, dev in keys
-                                 if torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", key))
+        _DEVICES[op] = frozenset(dev for key, dev in keys if has_kernel(op, key))
 
 
 def _tensor(t, op: str):
@@ -196,7 +195,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if why:
         return why
     if size_average is not None or reduce is not None:
-        reduction = torch.nn._reduction.legacy_get_string(size_average, reduce)
+        reduction = legacy_reduction(size_average, reduce)
     why = _loss_args(input, target, reduction)
     if why:
         return why

@@ -79,6 +79,7 @@ def load() -> None:
 def has_cuda_kernels() -> bool:
     """Whether this build registered CUDA kernels (built with CUDA)."""
     from ._registry import OPERATORS
+    from ._torch_api import has_kernel
 
     load()
-    return any(torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", "CUDA") for op in OPERATORS)
+    return any(has_kernel(op, "CUDA") for op in OPERATORS)

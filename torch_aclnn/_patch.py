@@ -44,6 +44,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from . import _dropin
+from ._torch_api import entered, exited, function_mode_stack
 
 __all__ = ["patch", "unpatch", "patched", "is_patched", "patch_stats", "reset_patch_stats", "PatchStats",
            "ROUTED_FUNCTIONS"]
@@ -114,6 +115,14 @@ class _RoutingMode(TorchFunctionMode):
     def __init__(self, stats: Optional[PatchStats]) -> None:
         super().__init__()
         self.stats = stats
+
+    def __enter__(self):
+        entered(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        exited(self)
+        return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
@@ -186,7 +195,7 @@ def unpatch() -> None:
         mode = _global.get(tid)
         if mode is None:
             return
-        stack = torch.overrides._get_current_function_mode_stack()
+        stack = function_mode_stack()
         if not stack or stack[-1] is not mode:
             raise RuntimeError(
                 "torch_aclnn.unpatch(): another TorchFunctionMode was entered after torch_aclnn.patch() and is "
@@ -197,7 +206,7 @@ def unpatch() -> None:
 
 def is_patched() -> bool:
     """Whether patch() is in effect in the calling thread, or a patched() block is active."""
-    return any(isinstance(m, _RoutingMode) for m in torch.overrides._get_current_function_mode_stack())
+    return any(isinstance(m, _RoutingMode) for m in function_mode_stack())
 
 
 @contextlib.contextmanager

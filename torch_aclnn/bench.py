@@ -47,6 +47,7 @@ from torch.utils.benchmark import Timer
 
 from . import bench_cases
 from ._progress import Progress
+from ._torch_api import has_kernel
 from .bench_cases import OPERATORS, Case
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -65,7 +66,7 @@ def _missing_kernel(case: Case, device: str = "cpu") -> Optional[str]:
         return f"torch_aclnn::{case.op} is not registered"
     key = device.upper()
     try:
-        ok = torch._C._dispatch_has_computed_kernel_for_dispatch_key(case.qualname, key)
+        ok = has_kernel(case.op, key)
     except RuntimeError:
         ok = False
     return None if ok else f"{case.qualname} has no {key} kernel in this build"

@@ -99,7 +99,7 @@ def _compile(info, device, limit):
     for i, s in enumerate(info.samples(device, dtype)):
         if i >= limit:
             break
-        torch._dynamo.reset()
+        torch.compiler.reset()
         fn = torch.compile(lambda *a, **k: info.op(*a, **k), fullgraph=True, dynamic=True, backend="aot_eager")
         torch.testing.assert_close(fn(*s.args, **s.kwargs), info.op(*s.args, **s.kwargs), rtol=0, atol=0,
                                    equal_nan=True)

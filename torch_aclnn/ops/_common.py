@@ -33,7 +33,9 @@ class _QuietContractErrors(logging.Filter):
 
 def quiet_contract_error_logs() -> None:
     """Installs :class:`_QuietContractErrors` on torch's fake-tensor logger (once)."""
-    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    from .._torch_api import FAKE_TENSOR_LOGGER
+
+    logger = logging.getLogger(FAKE_TENSOR_LOGGER)
     if not any(isinstance(f, _QuietContractErrors) for f in logger.filters):
         logger.addFilter(_QuietContractErrors())
 

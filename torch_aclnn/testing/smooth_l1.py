@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
+from .._torch_api import promoted_dtype
 from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_tensor
 
-DEFAULT = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
 
@@ -57,7 +56,7 @@ def aten_backward(grad_output, self, target, reduction, beta):
     shape = torch.broadcast_shapes(grad_output.shape, self.shape, target.shape)
     if reduction == 1:
         assert torch.broadcast_shapes(self.shape, target.shape) == shape, "aten's 'mean' norm would differ"
-    _, dtype = elementwise_dtypes(grad_output, self, target, type_promotion_kind=DEFAULT)
+    dtype = promoted_dtype(grad_output, self, target)
     s, t = self.to(dtype).expand(shape), target.to(dtype).expand(shape)
     out = torch.ops.aten.smooth_l1_loss_backward(grad_output.to(dtype), s, t, reduction, beta)
     if beta == 0:

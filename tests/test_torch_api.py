@@ -1,0 +1,74 @@
+"""torch_aclnn/_torch_api.py: the one module that names private torch
+attributes, and its public fallbacks (each checked against the private
+answer by hiding the private attribute)."""
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import torch_aclnn
+from torch_aclnn import _torch_api as api
+from torch_aclnn._registry import OPERATORS
+
+PACKAGE = Path(torch_aclnn.__file__).parent
+
+
+def test_no_private_torch_api_elsewhere():
+    offenders = [f"{p.relative_to(PACKAGE)}:{i}: {line.strip()}"
+                 for p in sorted(PACKAGE.rglob("*.py")) if p.name != "_torch_api.py"
+                 for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\btorch\._[A-Za-z]", line)]
+    assert not offenders, offenders
+
+
+def test_has_kernel_fallback(monkeypatch):
+    keys = ("CPU", "CUDA", "PrivateUse1", "Meta")
+    want = {(op, k): api.has_kernel(op, k) for op in OPERATORS for k in keys}
+    assert all(want[op, "CPU"] and want[op, "Meta"] for op in OPERATORS)
+    monkeypatch.setattr(api, "_PUBLIC_KERNEL_PROBE", "not_a_method")
+    assert {(op, k): api.has_kernel(op, k) for op in OPERATORS for k in keys} == want
+
+
+def test_privateuse1_name_fallback(monkeypatch):
+    want = api.privateuse1_name()
+    monkeypatch.delattr(torch._C, "_get_privateuse1_backend_name")
+    assert api.privateuse1_name() == want
+
+
+def test_autocast_available_fallbacks(monkeypatch):
+    want = {d: api.autocast_available(d) for d in ("cpu", "cuda")}
+    monkeypatch.delattr(torch.amp, "is_autocast_available", raising=False)
+    assert {d: api.autocast_available(d) for d in ("cpu", "cuda")} == want
+    monkeypatch.delattr(torch._C, "_is_autocast_available")
+    assert api.autocast_available("cpu")
+
+
+@pytest.mark.parametrize("size_average,reduce", [(None, None), (True, None), (False, None), (None, False),
+                                                 (False, True), (True, False)])
+def test_legacy_reduction_fallback(monkeypatch, size_average, reduce):
+    with warnings.catch_warnings(record=True) as want_w:
+        warnings.simplefilter("always")
+        want = api.legacy_reduction(size_average, reduce)
+    monkeypatch.delattr(torch.nn._reduction, "legacy_get_string")
+    with warnings.catch_warnings(record=True) as got_w:
+        warnings.simplefilter("always")
+        got = api.legacy_reduction(size_average, reduce)
+    assert got == want and [str(w.message) for w in got_w] == [str(w.message) for w in want_w]
+
+
+def test_function_mode_stack_fallback(monkeypatch):
+    monkeypatch.delattr(torch.overrides, "_get_current_function_mode_stack")
+    assert not torch_aclnn.is_patched()
+    with torch_aclnn.patched():
+        assert torch_aclnn.is_patched()
+    torch_aclnn.patch()
+    assert torch_aclnn.is_patched()
+    torch_aclnn.unpatch()
+    assert not torch_aclnn.is_patched()
+
+
+def test_promoted_dtype():
+    a, b = torch.ones(2, dtype=torch.float16), torch.ones(2, dtype=torch.bfloat16)
+    assert api.promoted_dtype(a, b) == torch.float32
+    assert api.promoted_dtype(a, torch.ones((), dtype=torch.float64)) == torch.float16  # 0-dim ranks lower

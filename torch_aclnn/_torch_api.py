@@ -1,0 +1,110 @@
+"""Every private torch attribute torch_aclnn's runtime uses, in one place.
+
+torch has no public way to ask a few things torch_aclnn needs (whether an
+operator has a kernel for a dispatch key, which TorchFunctionModes are
+active, how F turns the legacy loss arguments into a reduction). Each
+function below uses the private API only where this torch has it (checked
+with getattr, which holds across versions) and otherwise falls back to a
+public way of getting the same answer, or the closest one, said in its
+docstring. Nothing else in the package names a private torch attribute;
+tests/test_common.py checks that.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+
+import torch
+
+
+_PUBLIC_KERNEL_PROBE = "has_kernel_for_dispatch_key"  # (a test hides it to run the fallback)
+
+
+def has_kernel(op: str, dispatch_key: str) -> bool:
+    """Whether ``torch_aclnn::<op>`` has a kernel of its own for
+    ``dispatch_key`` ('CPU', 'CUDA', 'PrivateUse1', 'Meta', ...): the public
+    ``OpOverload.has_kernel_for_dispatch_key`` of its default overload, else
+    the private dispatcher probe."""
+    overload = getattr(torch.ops.torch_aclnn, op).default
+    public = getattr(overload, _PUBLIC_KERNEL_PROBE, None)
+    if public is not None:
+        return bool(public(getattr(torch._C.DispatchKey, dispatch_key)))
+    return bool(torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", dispatch_key))
+
+
+def privateuse1_name() -> str:
+    """The device type name of the PrivateUse1 backend ('npu' once torch_npu
+    renamed it). Fallback: 'npu' when torch_npu is imported, else torch's
+    default name."""
+    name = getattr(torch._C, "_get_privateuse1_backend_name", None)
+    if name is not None:
+        return name()
+    return "npu" if hasattr(torch, "npu") else "privateuseone"
+
+
+def autocast_available(device_type: str) -> bool:
+    """Whether torch.autocast supports ``device_type``: the public
+    ``torch.amp.is_autocast_available`` (torch >= 2.4), else the private
+    probe, else CPU and CUDA only."""
+    public = getattr(torch.amp, "is_autocast_available", None)
+    if public is not None:
+        return bool(public(device_type))
+    private = getattr(torch._C, "_is_autocast_available", None)
+    return bool(private(device_type)) if private is not None else device_type in ("cpu", "cuda")
+
+
+def legacy_reduction(size_average, reduce) -> str:
+    """The reduction F's losses use for the legacy ``size_average`` /
+    ``reduce`` arguments, with torch's deprecation warning. Fallback: the
+    same rule, written here."""
+    private = getattr(getattr(torch.nn, "_reduction", None), "legacy_get_string", None)
+    if private is not None:
+        return private(size_average, reduce)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                  stacklevel=3)
+    return ret
+
+
+def promoted_dtype(*tensors: torch.Tensor) -> torch.dtype:
+    """The dtype elementwise type promotion gives ``tensors`` (all at once,
+    0-dim tensors ranking below the others). Fallback: torch.promote_types
+    over their dtypes, which agrees when the tensors are all 0-dim or all not."""
+    try:
+        from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+    except ImportError:
+        return functools.reduce(torch.promote_types, (t.dtype for t in tensors))
+    return elementwise_dtypes(*tensors, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)[1]
+
+
+# The logger torch's fake-tensor code reports a failing Meta kernel on.
+FAKE_TENSOR_LOGGER = "torch._subclasses.fake_tensor"
+
+
+_own_modes = threading.local()
+
+
+def function_mode_stack() -> list:
+    """The TorchFunctionModes active in this thread, innermost last.
+    Fallback: only the modes torch_aclnn entered itself (recorded by
+    :func:`entered` / :func:`exited`), so another library's mode above them
+    goes unseen."""
+    private = getattr(torch.overrides, "_get_current_function_mode_stack", None)
+    if private is not None:
+        return list(private())
+    return list(getattr(_own_modes, "stack", []))
+
+
+def entered(mode) -> None:
+    if not hasattr(_own_modes, "stack"):
+        _own_modes.stack = []
+    _own_modes.stack.append(mode)
+
+
+def exited(mode) -> None:
+    stack = getattr(_own_modes, "stack", [])
+    if stack and stack[-1] is mode:
+        stack.pop()
