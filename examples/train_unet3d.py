@@ -33,36 +33,7 @@ import torch
 import torch.nn as tnn
 
 import torch_aclnn
-
-
-class UNet3d(tnn.Module):
-    """Two-level 3-D encoder-decoder. ``layers`` is the module namespace
-    that provides ELU, SELU, CELU, Upsample and MaxUnpool3d: ``torch.nn``
-    or ``torch_aclnn.nn`` (the state_dicts of the two are interchangeable)."""
-
-    def __init__(self, layers=tnn, channels: int = 8):
-        super().__init__()
-        c = channels
-        self.enc1 = tnn.Sequential(tnn.Conv3d(1, c, 3, padding=1), layers.ELU())
-        self.enc2 = tnn.Sequential(tnn.Conv3d(c, 2 * c, 3, padding=1), layers.ELU(alpha=0.5))
-        self.pool = tnn.MaxPool3d(2, return_indices=True)
-        self.mid = tnn.Sequential(tnn.Conv3d(2 * c, 2 * c, 3, padding=1), layers.SELU())
-        self.unpool = layers.MaxUnpool3d(2)
-        self.up_nearest = layers.Upsample(scale_factor=2, mode="nearest")
-        self.up_exact = layers.Upsample(scale_factor=2, mode="nearest-exact")
-        self.dec2 = tnn.Sequential(tnn.Conv3d(4 * c, c, 3, padding=1), layers.CELU(alpha=1.5))
-        self.dec1 = tnn.Sequential(tnn.Conv3d(2 * c, c, 3, padding=1), layers.ELU(), tnn.Conv3d(c, 1, 1))
-
-    def forward(self, x):
-        e1 = self.enc1(x)                       # (N, c, D, H, W)
-        p1, i1 = self.pool(e1)                  # (N, c, D/2, ...)
-        e2 = self.enc2(p1)                      # (N, 2c, D/2, ...)
-        p2, i2 = self.pool(e2)                  # (N, 2c, D/4, ...)
-        m = self.mid(p2)
-        u2 = torch.cat([self.unpool(m, i2), self.up_nearest(m)], dim=1)       # (N, 4c, D/2, ...)
-        d2 = self.dec2(u2)                                                     # (N, c, D/2, ...)
-        u1 = torch.cat([self.unpool(d2, i1), self.up_exact(d2)], dim=1)       # (N, 2c, D, ...)
-        return x + self.dec1(u1)                # predict the correction to the noisy input
+from torch_aclnn.bench_model import UNet3d  # the model `python -m torch_aclnn bench --model unet3d` times
 
 
 def layers_namespace(use_aclnn: bool):

@@ -148,3 +148,18 @@ def test_one_op_tiny_cuda(tmp_path):
     report = json.loads(js.read_text())
     assert report["meta"]["device"] == "cuda" and report["meta"]["gpu"]
     assert report["cases"] and all(r["status"] == "ok" and r["note"] == "" for r in report["cases"])
+
+
+def test_model_tiny(tmp_path):
+    """bench --model unet3d: every mode timed, the determinism row, the files."""
+    rc = main(["bench", "--model", "unet3d", "--tiny", "--out", str(tmp_path)])
+    assert rc == 0
+    (js,) = tmp_path.glob("*-model-cpu-tiny.json")
+    report = json.loads(js.read_text())
+    assert {r["mode"] for r in report["steps"]} == {"torch", "patch()", "convert()", "torch, compile",
+                                                    "patch(), compile"}
+    assert all(r["ms_per_step"] > 0 for r in report["steps"])
+    det = report["determinism"]
+    assert det["torch"].startswith("raises: max_unpooling3d") and det["patch()"] == "bitwise equal"
+    assert set(det["routed_per_step"]) == {"interpolate", "elu", "selu", "celu", "smooth_l1_loss", "max_unpool3d"}
+    assert (tmp_path / js.name.replace(".json", ".md")).read_text().startswith("# UNet3d training step")

@@ -496,6 +496,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, help="interleaved rounds per case (default: 5, quick 3)")
     p.add_argument("--min-run-time", type=float, help="blocked_autorange min_run_time per timer and round")
     p.add_argument("--threads", type=int, help="torch threads (default: torch.get_num_threads())")
+    p.add_argument("--model", choices=("unet3d",),
+                   help="time a full training step of a 3-D model with torch alone, patch() and convert(), eager "
+                        "and compiled, and check determinism (torch_aclnn/bench_model.py) instead of the operators")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where the tensors live (default cpu; cuda times against aten CUDA with the CUDA targets of bench_cases.targets)")
 
@@ -507,6 +510,10 @@ def select(ops=None, dtypes=None) -> list:
 
 def main(args: argparse.Namespace) -> int:
     size = "quick" if args.quick else "tiny" if args.tiny else "full"
+    if args.model:
+        from . import bench_model
+
+        return bench_model.main(args.device, size, args.threads, args.out or _default_out_dir())
     cases = select(args.op, args.dtype)
     if not cases:
         print("no benchmark case matches the given --op/--dtype", file=sys.stderr)
