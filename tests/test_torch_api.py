@@ -72,3 +72,15 @@ def test_promoted_dtype():
     a, b = torch.ones(2, dtype=torch.float16), torch.ones(2, dtype=torch.bfloat16)
     assert api.promoted_dtype(a, b) == torch.float32
     assert api.promoted_dtype(a, torch.ones((), dtype=torch.float64)) == torch.float16  # 0-dim ranks lower
+
+
+def test_functorch_transforms_fallback(monkeypatch):
+    """Without the probe every differentiable call takes the setup_context
+    Function (the one torch.func needs), with the same results."""
+    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    want = torch.autograd.grad(torch_aclnn.elu(x).sum(), x)[0]
+    assert not api.functorch_transforms_active()
+    monkeypatch.setattr(api, "_TRANSFORMS_PROBE", None)
+    assert api.functorch_transforms_active()
+    torch.testing.assert_close(torch.autograd.grad(torch_aclnn.elu(x).sum(), x)[0], want, rtol=0, atol=0)
+    torch.testing.assert_close(torch.func.grad(lambda t: torch_aclnn.elu(t).sum())(x.detach()), want)

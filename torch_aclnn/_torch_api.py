@@ -33,6 +33,16 @@ def has_kernel(op: str, dispatch_key: str) -> bool:
     return bool(torch._C._dispatch_has_kernel_for_dispatch_key(f"torch_aclnn::{op}", dispatch_key))
 
 
+def functorch_transforms_active() -> bool:
+    """Whether a torch.func transform (vmap, grad, jvp, ...) is active.
+    Fallback: True (the setup_context form of a Function, which also serves
+    plain autograd, just more slowly). Called on every differentiable call."""
+    return _TRANSFORMS_PROBE() if _TRANSFORMS_PROBE is not None else True
+
+
+_TRANSFORMS_PROBE = getattr(torch._C, "_are_functorch_transforms_active", None)
+
+
 def privateuse1_name() -> str:
     """The device type name of the PrivateUse1 backend ('npu' once torch_npu
     renamed it). Fallback: 'npu' when torch_npu is imported, else torch's

@@ -52,6 +52,9 @@ def invalid(op: str, message: str, exc: type = ValueError) -> Exception:
     return exc(contract_error(PARAM_INVALID, op, message))
 
 
+from .._torch_api import functorch_transforms_active  # noqa: E402
+
+
 def register_autograd(qualname: str, backward: Callable, *, setup_context: Callable,
                       jvp: Callable) -> type:
     """The operator's torch.autograd.Function: ``forward`` (the operator
@@ -85,8 +88,22 @@ def register_autograd(qualname: str, backward: Callable, *, setup_context: Calla
         "generate_vmap_rule": True,
     })
 
+    # The same Function for plain autograd, written the old way (forward takes
+    # ctx; no setup_context): Function.apply then skips the inspect.signature
+    # binding it does on every call of a setup_context Function, which cost
+    # more than the rest of a 1-element call. torch.func's transforms need
+    # the setup_context form, so they get `function`.
+    def eager_forward(ctx: Any, *args: Any) -> Any:
+        output = op(*args)
+        setup_context(ctx, args, output)
+        return output
+
+    eager = type(function.__name__, (torch.autograd.Function,), {
+        "__doc__": function.__doc__, "__module__": function.__module__, "forward": staticmethod(eager_forward),
+        "backward": staticmethod(backward), "jvp": staticmethod(jvp)})
+
     def formula(*args: Any) -> Any:
-        return function.apply(*args)
+        return (function if functorch_transforms_active() else eager).apply(*args)
 
     importlib.import_module("torch_aclnn._C")._set_autograd_formula(qualname, formula)
     return function
