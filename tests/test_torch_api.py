@@ -2,7 +2,6 @@
 attributes, and its public fallbacks (each checked against the private
 answer by hiding the private attribute)."""
 import re
-import warnings
 from pathlib import Path
 
 import pytest
@@ -44,17 +43,9 @@ def test_autocast_available_fallbacks(monkeypatch):
     assert api.autocast_available("cpu")
 
 
-@pytest.mark.parametrize("size_average,reduce", [(None, None), (True, None), (False, None), (None, False),
-                                                 (False, True), (True, False)])
-def test_legacy_reduction_fallback(monkeypatch, size_average, reduce):
-    with warnings.catch_warnings(record=True) as want_w:
-        warnings.simplefilter("always")
-        want = api.legacy_reduction(size_average, reduce)
-    monkeypatch.delattr(torch.nn._reduction, "legacy_get_string")
-    with warnings.catch_warnings(record=True) as got_w:
-        warnings.simplefilter("always")
-        got = api.legacy_reduction(size_average, reduce)
-    assert got == want and [str(w.message) for w in got_w] == [str(w.message) for w in want_w]
+def test_is_view():
+    base = torch.randn(4)
+    assert api.is_view(base[1:]) and not api.is_view(base)
 
 
 def test_function_mode_stack_fallback(monkeypatch):

@@ -19,6 +19,8 @@ own error follows.
 from __future__ import annotations
 
 import math
+import os
+import sys
 import warnings
 from typing import Callable, Dict, FrozenSet, Union
 
@@ -26,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from ._registry import OPERATORS
-from ._torch_api import has_kernel, legacy_reduction, privateuse1_name
+from ._torch_api import functorch_transforms_active, has_kernel, is_view, privateuse1_name
 from .ops import elu as _elu, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
 
 __all__ = ["ROUTES", "call", "decide"]
@@ -81,6 +83,37 @@ def _fits_float32(x, dtype) -> bool:
     return dtype == torch.float64 or not abs(x) <= math.inf or abs(x) <= _FLOAT32_MAX
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PASSED_BY = (_HERE, os.path.join("torch", "overrides.py"), os.path.join("torch", "nn", "functional.py"),
+              os.path.join("torch", "nn", "modules", "module.py"))
+
+
+def _caller_level() -> int:
+    """The stacklevel of the first frame outside torch_aclnn, torch.overrides
+    and torch.nn.functional: where the user called the F function, as F's
+    own warnings say (2 under torch.compile, which does not trace frames)."""
+    if torch.compiler.is_compiling():
+        return 2
+    frame, level = sys._getframe(1), 1
+    while frame is not None and any(part in frame.f_code.co_filename for part in _PASSED_BY):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def legacy_reduction(size_average, reduce) -> str:
+    """The reduction F's losses take from the legacy ``size_average`` /
+    ``reduce`` arguments, with F's deprecation warning (torch's rule,
+    written here: torch's own helper is private, and dynamo cannot trace it)."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = ("mean" if size_average else "sum") if reduce else "none"
+    if torch.compiler.is_compiling():  # (dynamo cannot trace warnings.warn here)
+        return reduction
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  stacklevel=_caller_level())
+    return reduction
+
+
 def _contract(fn: Callable, *args):
     """``fn(*args)``, or the reason if torch_aclnn's Python API rejects the
     arguments (a message starting "[torch_aclnn")."""
@@ -98,9 +131,9 @@ def _contract(fn: Callable, *args):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False) -> Decision:
     if mode == "nearest":
-        op, ours = "upsample_nearest3d", _up.upsample_nearest3d
+        op = "upsample_nearest3d"
     elif mode == "nearest-exact":
-        op, ours = "upsample_nearest_exact3d", _up.upsample_nearest_exact3d
+        op = "upsample_nearest_exact3d"
     else:
         return f"mode={mode!r}"
     why = _tensor(input, op)
@@ -116,9 +149,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return "size is not an int or 3 ints"
     if scale_factor is not None and not _size3(scale_factor, _NUMBERS):
         return "scale_factor is not a number or 3 numbers"
-    for s in input.shape[2:]:
-        if not s > 0:
-            return "an empty D, H or W axis"
+    for s in input.shape[1:]:
+        if not s > 0:  # (torch refuses an empty C, D, H or W; an empty N is fine)
+            return "an empty C, D, H or W axis"
     resolved = _contract(_up._resolve, op, input, size, scale_factor, recompute_scale_factor)
     if isinstance(resolved, str):
         return resolved
@@ -137,9 +170,12 @@ def _elu_call(input, alpha, scale, input_scale, inplace) -> Decision:
     for v in (alpha, scale, input_scale):
         if not _fits_float32(v, input.dtype):
             return f"alpha={alpha!r} beyond float32"
-    if inplace and torch.is_grad_enabled() and input.requires_grad:
-        if input.is_leaf:
-            return "inplace=True on a leaf that requires grad"
+    if inplace and input.requires_grad and torch.is_grad_enabled():
+        # torch's in-place rules on tensors autograd tracks (leaves, views of
+        # leaves, multi-output views, no_grad views, torch.func) are checked
+        # before torch writes anything: such calls stay torch's.
+        if input.is_leaf or is_view(input) or functorch_transforms_active():
+            return "inplace=True on a leaf, a view or under torch.func"
         if not alpha >= 0:
             return "inplace=True with alpha < 0"
     return _elu._elu(input, alpha, scale, input_scale, inplace)
@@ -164,8 +200,10 @@ def celu(input, alpha=1.0, inplace=False) -> Decision:
     return _elu_call(input, params[0], 1.0, params[1], inplace)
 
 
-def _loss_args(input, target, reduction):
-    """The reason a loss call is outside smooth_l1's contract, or None."""
+def _loss_args(input, target, reduction, parameter):
+    """The reason a loss call is outside smooth_l1's contract, or None.
+    ``parameter``: beta or delta, which torch's kernel rounds to the
+    tensors' dtype (half's range ends at 65504)."""
     why = _tensor(input, "smooth_l1_loss") or _tensor(target, "smooth_l1_loss")
     if why:
         return why
@@ -178,39 +216,65 @@ def _loss_args(input, target, reduction):
             torch.broadcast_shapes(input.shape, target.shape)
         except RuntimeError:
             return "input and target do not broadcast"
-        if not torch.compiler.is_compiling():
-            warnings.warn(
-                f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
-                "This will likely lead to incorrect results due to broadcasting. "
-                "Please ensure they have the same size.",
-                stacklevel=4,
-            )
+        if input.dtype != target.dtype:
+            return "shapes and dtypes differ (torch promotes after broadcasting)"
+    if reduction == "none" and not input.is_contiguous():
+        return "reduction='none' on a non-contiguous input (torch's result keeps its layout)"
+    if not parameter <= torch.finfo(input.dtype).max:
+        return f"beta/delta beyond {input.dtype}"
     return None
+
+
+def _shape_warning(input, target) -> None:
+    """F's warning for input and target shapes that differ, attributed as F's is."""
+    if input.shape != target.shape and not torch.compiler.is_compiling():  # (as legacy_reduction)
+        warnings.warn(
+            f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
+            "This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            stacklevel=_caller_level())
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Decision:
     if not _number(beta) or not beta >= 0:
         return f"beta={beta!r}"
-    why = _tensor(input, "smooth_l1_loss") or _tensor(target, "smooth_l1_loss")
+    legacy = size_average is not None or reduce is not None
+    why = _loss_args(input, target, "mean" if legacy else reduction, beta)
     if why:
         return why
-    if size_average is not None or reduce is not None:
+    _shape_warning(input, target)
+    if legacy:  # after the shape warning, as F does
         reduction = legacy_reduction(size_average, reduce)
-    why = _loss_args(input, target, reduction)
-    if why:
-        return why
     return _sl1.smooth_l1_loss(input, target, reduction, beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Decision:
     if weight is not None:
         return "weight given"
-    if not _number(delta) or not (delta > 0 and delta < math.inf):
+    if not _number(delta) or not delta > 0:
         return f"delta={delta!r}"
-    why = _loss_args(input, target, reduction)
+    if input.dtype != getattr(target, "dtype", None):
+        return "input and target dtypes differ (torch's huber_loss keeps the input's)"
+    # delta * smooth_l1(beta=delta) computes 0.5 * d**2 / delta and scales it
+    # back: for delta > 1 that intermediate can underflow where aten's 0.5 * d**2
+    # does not. float16 / bfloat16 (5 or 8 exponent bits) are routed for
+    # delta <= 1 only, float32 / float64 for delta <= 2**20 (an underflow there
+    # loses less than 1e-39).
+    if not delta <= (1.0 if input.dtype in (torch.float16, torch.bfloat16) else 2.0 ** 20):
+        return f"delta={delta!r} too large for {input.dtype}"
+    why = _loss_args(input, target, reduction, delta)
     if why:
         return why
+    _shape_warning(input, target)
     return _sl1.huber_loss(input, target, reduction, delta)
+
+
+def _ints(v) -> bool:
+    """An int, or a list / tuple / torch.Size of ints, as F.max_unpool3d's
+    own arithmetic takes them (numpy integers and tensors make torch raise)."""
+    if isinstance(v, (list, tuple, torch.Size)):
+        return all(type(e) is int or isinstance(e, torch.SymInt) for e in v)
+    return type(v) is int or isinstance(v, torch.SymInt)
 
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None) -> Decision:
@@ -228,13 +292,17 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     for s in input.shape[1:]:
         if not s > 0:
             return "an empty axis other than N"
+    if not all(_ints(v) for v in (kernel_size, padding) + (() if stride is None else (stride,))
+               + (() if output_size is None else (output_size,))):
+        return "kernel_size, stride, padding or output_size not ints"
     plan = _contract(_unpool.plan, "max_unpool3d", input, kernel_size, stride, padding, output_size)
     if isinstance(plan, str):
         return plan
     size, stride, padding = plan
     if math.prod(size) < math.prod(input.shape[-3:]):
         return "output volume smaller than the input's D*H*W (overlapping pooling windows)"
-    return torch.ops.torch_aclnn.max_unpool3d(input, indices, size, stride, padding)
+    out = torch.ops.torch_aclnn.max_unpool3d(input, indices, size, stride, padding)
+    return out if out.is_contiguous() else out.contiguous()  # torch's result is contiguous in every layout
 
 
 # ---------------------------------------------------------------------------
@@ -252,19 +320,20 @@ ROUTES: Dict[Callable, tuple] = {
 
 
 def decide(decision: Callable, args: tuple, kwargs: dict) -> Decision:
-    """``decision(*args, **kwargs)``; arguments that do not bind to the torch
-    signature pass through (torch raises its own TypeError)."""
+    """``decision(*args, **kwargs)``. Arguments that do not bind to the torch
+    signature pass through (torch raises its own TypeError). So does, in
+    eager mode, a call whose kernel raises a contract error: the rules the
+    kernel checks on data (an unpool index outside the output) or on sizes
+    (a result whose size overflows int64) are then torch's to judge."""
     try:
         return decision(*args, **kwargs)
-    except TypeError as e:
-        if str(e).startswith("[torch_aclnn") or "argument" not in str(e):
-            raise
-        return "arguments that do not bind to the torch signature"
-    except IndexError as e:
-        # Data-dependent: an index outside the output. torch raises its own error.
-        if torch.compiler.is_compiling() or not str(e).startswith("[torch_aclnn"):
-            raise
-        return "an index outside the output"
+    except (TypeError, ValueError, IndexError) as e:
+        message = str(e)
+        if message.startswith("[torch_aclnn") and not torch.compiler.is_compiling():
+            return f"contract: {message}"
+        if type(e) is TypeError and "argument" in message and not message.startswith("[torch_aclnn"):
+            return "arguments that do not bind to the torch signature"
+        raise
 
 
 def call(torch_fn: Callable, *args, **kwargs) -> torch.Tensor:

@@ -72,7 +72,8 @@ class PatchStats:
 
     def __init__(self) -> None:
         self._eager = [[0] * len(_NAMES), [0] * len(_NAMES)]               # [routed, passed] x name
-        self._compiled = torch.zeros(2, len(_NAMES), dtype=torch.int64)     # the same, for compiled code
+        # the same, for compiled code (on the CPU whatever torch.device(...) context is active)
+        self._compiled = torch.zeros(2, len(_NAMES), dtype=torch.int64, device="cpu")
         self.reasons: Dict[tuple, int] = {}
 
     def _add(self, row: int, name: str) -> None:

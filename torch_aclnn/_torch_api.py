@@ -2,7 +2,7 @@
 
 torch has no public way to ask a few things torch_aclnn needs (whether an
 operator has a kernel for a dispatch key, which TorchFunctionModes are
-active, how F turns the legacy loss arguments into a reduction). Each
+active, whether a tensor is a view). Each
 function below uses the private API only where this torch has it (checked
 with getattr, which holds across versions) and otherwise falls back to a
 public way of getting the same answer, or the closest one, said in its
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import warnings
 
 import torch
 
@@ -64,19 +63,10 @@ def autocast_available(device_type: str) -> bool:
     return bool(private(device_type)) if private is not None else device_type in ("cpu", "cuda")
 
 
-def legacy_reduction(size_average, reduce) -> str:
-    """The reduction F's losses use for the legacy ``size_average`` /
-    ``reduce`` arguments, with torch's deprecation warning. Fallback: the
-    same rule, written here."""
-    private = getattr(getattr(torch.nn, "_reduction", None), "legacy_get_string", None)
-    if private is not None:
-        return private(size_average, reduce)
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    ret = ("mean" if size_average else "sum") if reduce else "none"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
-                  stacklevel=3)
-    return ret
+def is_view(t: torch.Tensor) -> bool:
+    """Whether ``t`` is a view of another tensor (``Tensor._base``,
+    underscored though long-standing; torch.compile traces it)."""
+    return t._base is not None
 
 
 def promoted_dtype(*tensors: torch.Tensor) -> torch.dtype:

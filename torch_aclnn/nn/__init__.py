@@ -152,28 +152,34 @@ def convert(module: torch.nn.Module) -> torch.nn.Module:
     What was swapped and left alone is logged at INFO on the "torch_aclnn"
     logger."""
     swapped, kept = collections.Counter(), []
+    twins = {}  # id(torch module) -> its replacement: a module used in several places stays one module
 
     def twin(name: str, m: torch.nn.Module) -> torch.nn.Module:
-        if not isinstance(m, tuple(_REPLACEMENTS)) or isinstance(m, _Module):
-            return m
-        why = _why_kept(m)
-        if why is not None:
-            kept.append(f"{name or '(root)'!r} ({why})")
-            return m
-        cls = _REPLACEMENTS[type(m)]
-        new = cls.__new__(cls)
-        new.__dict__.update(m.__dict__)
-        swapped[cls.__name__] += 1
+        if id(m) in twins:
+            return twins[id(m)]
+        new = m
+        if isinstance(m, tuple(_REPLACEMENTS)) and not isinstance(m, _Module):
+            why = _why_kept(m)
+            if why is not None:
+                kept.append(f"{name or '(root)'!r} ({why})")
+            else:
+                cls = _REPLACEMENTS[type(m)]
+                new = cls.__new__(cls)
+                new.__dict__.update(m.__dict__)
+                swapped[cls.__name__] += 1
+        twins[id(m)] = new
         return new
 
-    def walk(prefix: str, m: torch.nn.Module) -> torch.nn.Module:
-        for name, child in list(m.named_children()):
-            new = walk(f"{prefix}.{name}" if prefix else name, child)
-            if new is not child:
-                setattr(m, name, new)
-        return twin(prefix, m)
-
-    root = walk("", module)
+    # Every place a module is used (named_modules(remove_duplicate=False)); the
+    # covered modules have no children, so no parent is replaced along the way.
+    for path, m in list(module.named_modules(remove_duplicate=False)):
+        if path:
+            parent_path, _, name = path.rpartition(".")
+            parent = module.get_submodule(parent_path)
+            new = twin(path, m)
+            if new is not m:
+                setattr(parent, name, new)
+    root = twin("", module)
     if _log.isEnabledFor(logging.INFO):
         done = ", ".join(f"{n} {k}" for k, n in sorted(swapped.items())) or "none"
         _log.info("torch_aclnn.nn.convert: swapped %d module(s): %s; left alone %d: %s", sum(swapped.values()),
