@@ -530,6 +530,97 @@ case("smooth_l1_loss_backward 0-dim grad_output, CPU (valid)", matches(
     lambda: ops.smooth_l1_loss_backward(torch.tensor(2.), _s, _t, 1, 1.0))
 
 
+# The same rule while tracing: under FakeTensorMode (and torch.compile) every
+# tensor reaches the Meta kernels as a meta tensor standing for its device
+# (CPU, CUDA: a fake CUDA tensor needs no GPU), and a mix raises the same
+# tagged error, not torch's untagged FakeTensorDeviceMismatchError after it.
+def _fake_call(call, *devices, shapes, names, out_device=None, out_shape=None):
+    """call(*fake tensors[, out]) inside a FakeTensorMode, the i-th on
+    devices[i]."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        args = [_mdev_arg(n, s, d) for n, s, d in zip(names, shapes, devices)]
+        if out_device is not None:
+            args.append(torch.zeros(out_shape, device=out_device))
+        out = call(*args)
+        return None if out is None else (out.device.type, tuple(out.shape))
+
+
+def _fake_result(device, shape=None):
+    def check(out):
+        assert out is not None and out[0] == device and (shape is None or out[1] == shape), out
+    return ("ok", check)
+
+
+for op_name, (fn, out_fn, names, shapes, out_shape) in _mdev.items():
+    for odd, rest in (("cpu", "cuda"), ("cuda", "cpu"), ("meta", "cpu")):
+        for k, name in enumerate(names):
+            if len(names) == 1 or (odd == "meta" and k > 0):
+                continue
+            devices = [odd if j == k else rest for j in range(len(names))]
+            # The first input names the call's device: an odd first input is
+            # the one the others are compared with.
+            other, where = (names[1], rest) if k == 0 else (name, odd)
+            first = rest if k else odd
+            msg = CODE + rf"{op_name}: {other} is on {where}, but {names[0]} is on {first}: every tensor argument"
+            case(f"{op_name} fake {name} on {odd}, the rest on {rest}", raises("RuntimeError", msg))(
+                lambda fn=fn, devices=devices, shapes=shapes, names=names: _fake_call(
+                    fn, *devices, shapes=shapes, names=names))
+            if out_fn is not None:
+                case(f"{op_name}.grad_input fake {name} on {odd}, the rest and out on {rest}",
+                     raises("RuntimeError", msg))(
+                    lambda out_fn=out_fn, devices=devices, shapes=shapes, names=names, rest=rest, out_shape=out_shape:
+                    _fake_call(out_fn, *devices, shapes=shapes, names=names, out_device=rest, out_shape=out_shape))
+        if out_fn is not None:
+            case(f"{op_name}.grad_input fake out on {odd}, the inputs on {rest}",
+                 raises("RuntimeError", CODE + op_name + rf": grad_input is on {odd}, but {names[0]} is on {rest}"))(
+                lambda out_fn=out_fn, names=names, shapes=shapes, rest=rest, odd=odd, out_shape=out_shape:
+                _fake_call(out_fn, *[rest] * len(names), shapes=shapes, names=names, out_device=odd,
+                           out_shape=out_shape))
+# One device throughout: the fake result is on it.
+for op_name, (fn, out_fn, names, shapes, out_shape) in _mdev.items():
+    case(f"{op_name} fake, every tensor on cuda", _fake_result("cuda"))(
+        lambda fn=fn, names=names, shapes=shapes: _fake_call(fn, *["cuda"] * len(names), shapes=shapes, names=names))
+# A fake 0-dim CPU input beside fake CUDA tensors: accepted, the result on cuda.
+case("smooth_l1_loss fake 0-dim CPU self, cuda target", _fake_result("cuda", (4,)))(
+    lambda: _fake_call(lambda a, b: ops.smooth_l1_loss(a, b, 0, 1.0), "cpu", "cuda", shapes=((), (4,)),
+                       names=("self", "target")))
+case("smooth_l1_loss_backward.grad_input fake 0-dim CPU grad_output, cuda self, target and out", ("ok", lambda out: None))(
+    lambda: _fake_call(lambda g, a, b, out: ops.smooth_l1_loss_backward.grad_input(g, a, b, 1, 1.0, grad_input=out),
+                       "cpu", "cuda", "cuda", shapes=((), (4,), (4,)), names=("grad_output", "self", "target"),
+                       out_device="cuda", out_shape=(4,)))
+case("elu_backward fake 0-dim CPU grad_output, 0-dim cuda self", _fake_result("cuda"))(
+    lambda: _fake_call(lambda g, x: ops.elu_backward(g, 1.0, 1.0, 1.0, False, x), "cpu", "cuda", shapes=((), ()),
+                       names=("grad_output", "self_or_result")))
+# ... but never as the out= tensor.
+case("smooth_l1_loss_backward.grad_input fake cuda inputs, 0-dim CPU out",
+     raises("RuntimeError", CODE + r"smooth_l1_loss_backward: grad_input is on cpu, but grad_output is on cuda"))(
+    lambda: _fake_call(lambda g, a, b, out: ops.smooth_l1_loss_backward.grad_input(g, a, b, 1, 1.0, grad_input=out),
+                       "cuda", "cuda", "cuda", shapes=((), (), ()), names=("grad_output", "self", "target"),
+                       out_device="cpu", out_shape=()))
+
+
+# torch.compile(fullgraph=True) traces with fake tensors: a mixed call fails
+# to compile, dynamo's error (TorchRuntimeError) quoting the tagged message,
+# which the case raises on its own (the child records first lines only).
+def _compiled_mixed(make_target, *args):
+    torch._dynamo.reset()
+    fn = torch.compile(lambda x, *t: ops.smooth_l1_loss(x, make_target(*t), 0, 1.0), fullgraph=True)
+    try:
+        return fn(*args)
+    except RuntimeError as e:
+        tagged = re.search(r"\[torch_aclnn 1610\d\d\][^'\n]*", str(e))
+        raise RuntimeError(f"{type(e).__name__}: {tagged.group(0) if tagged else str(e)}") from None
+
+
+case("torch.compile smooth_l1_loss CPU self, meta target",
+     raises("RuntimeError", r"TorchRuntimeError: " + CODE + r"smooth_l1_loss: target is on meta, but self is on cpu"))(
+    lambda: _compiled_mixed(lambda t: t, torch.zeros(4), torch.zeros(4, device="meta")))
+case("torch.compile smooth_l1_loss CPU self, cuda target made in the graph",
+     raises("RuntimeError", r"TorchRuntimeError: " + CODE + r"smooth_l1_loss: target is on cuda, but self is on cpu"))(
+    lambda: _compiled_mixed(lambda: torch.zeros(4, device="cuda"), torch.zeros(4)))
+
+
 # --- sizes whose product overflows int64 (edge rules) ------------------------
 _big = 2 ** 40
 for red, nm in ((0, "none"), (1, "mean"), (2, "sum")):

@@ -12,7 +12,10 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/DispatchKey.h>
+#include <c10/core/DispatchKeySet.h>
 #include <c10/core/SymInt.h>
+#include <c10/core/TensorOptions.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -67,17 +70,39 @@ inline void check_fits_int64(const char* op, const char* what, c10::SymIntArrayR
 
 // One device (every operator, every backend): every tensor argument, and
 // the out= tensor, live on one device, meta included. A 0-dim CPU input is
-// accepted beside tensors of another device, as aten's elementwise kernels
+// accepted beside tensors of another device, as aten's elementwise ops
 // accept a CPU scalar. Returns the call's device: that of the first input
 // that is not such a scalar (else the first input's), where the result is
 // allocated. Checked before anything else, so a mixed call never reaches
 // another backend's kernel or returns uninitialised memory.
+//
+// The devices compared are the logical ones: a fake tensor (FakeTensorMode,
+// torch.compile) reaches the Meta kernels as a meta tensor whose key set
+// still carries the backend key of the device it stands for (CPU, CUDA,
+// PrivateUse1, ...); that backend's device type is its device then (index
+// unknown: such devices compare by type only). So a CPU/CUDA mix is caught
+// while tracing as it is when run, with the same tagged message.
 struct Named {
   const char* name;
   const at::Tensor& tensor;
 };
 
-inline bool cpu_scalar(const at::Tensor& t) { return t.dim() == 0 && t.device().is_cpu(); }
+// t's device, or for a fake tensor the type of the device it stands for
+// (index -1).
+inline c10::Device logical_device(const at::Tensor& t) {
+  const c10::Device device = t.device();
+  if (!device.is_meta()) return device;
+  const c10::BackendComponent backend = t.key_set().highestBackendKey();
+  if (backend == c10::BackendComponent::InvalidBit || backend == c10::BackendComponent::MetaBit) return device;
+  return c10::Device(
+      c10::dispatchKeyToDeviceType(c10::toRuntimePerBackendFunctionalityKey(c10::DispatchKey::Dense, backend)));
+}
+
+inline bool same_device(c10::Device a, c10::Device b) {
+  return a.type() == b.type() && (a.index() == b.index() || !a.has_index() || !b.has_index());
+}
+
+inline bool cpu_scalar(const at::Tensor& t) { return t.dim() == 0 && logical_device(t).is_cpu(); }
 
 inline c10::Device one_device(const char* op, std::initializer_list<Named> inputs,
                               const at::Tensor& out = at::Tensor(), const char* out_name = "grad_input") {
@@ -88,16 +113,17 @@ inline c10::Device one_device(const char* op, std::initializer_list<Named> input
       break;
     }
   }
-  const c10::Device device = first->tensor.device();
+  const c10::Device logical = logical_device(first->tensor);
   const auto check = [&](const char* name, const at::Tensor& t, bool scalar_ok) {
-    TORCH_CHECK(t.device() == device || (scalar_ok && cpu_scalar(t)), "[torch_aclnn 161002] ", op, ": ", name,
-                " is on ", t.device(), ", but ", first->name, " is on ", device,
+    const c10::Device device = logical_device(t);
+    TORCH_CHECK(same_device(device, logical) || (scalar_ok && cpu_scalar(t)), "[torch_aclnn 161002] ", op, ": ",
+                name, " is on ", device, ", but ", first->name, " is on ", logical,
                 ": every tensor argument", out.defined() ? " and the out= tensor" : "",
                 " must be on one device (a 0-dim CPU input is accepted beside tensors of another device)");
   };
   for (const Named& a : inputs) check(a.name, a.tensor, true);
   if (out.defined()) check(out_name, out, false);
-  return device;
+  return first->tensor.device();
 }
 
 // An input on the call's device: t itself, or a 0-dim CPU input copied there
