@@ -1,0 +1,134 @@
+// Lane helpers of the backward paths: widening loads of half/bfloat16 into
+// opmath vectors and rounding stores back, in pairs and partial.
+// Part of the CPU upsample backward (csrc/cpu/upsample.cpp, which includes it
+// once per instruction-set build and picks the path in pick_backward_path).
+#pragma once
+
+#include "contracts/upsample.h"
+#include "cpu/cpu_utils.h"
+#include "cpu/elementwise.h"
+
+#include <ATen/OpMathType.h>
+#include <ATen/cpu/vec/functional.h>
+#include <ATen/cpu/vec/vec.h>
+
+#include <algorithm>
+#include <tuple>
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+#include <immintrin.h>
+#endif
+#include <type_traits>
+
+namespace torch_aclnn::upsample {
+namespace {  // included by cpu/upsample.cpp only
+
+// Widens a half/bfloat16 row to float32 (vectorised).
+template <typename scalar_t>
+inline void widen_row(const scalar_t* __restrict src, float* __restrict dst, int64_t n) {
+  using bVec = at::vec::Vectorized<scalar_t>;
+  using fVec = at::vec::Vectorized<float>;
+  int64_t i = 0;
+  for (; i + bVec::size() <= n; i += bVec::size()) {
+    auto [lo, hi] = at::vec::convert_to_float<scalar_t>(bVec::loadu(src + i));
+    lo.store(dst + i);
+    hi.store(dst + i + fVec::size());
+  }
+  for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+// K consecutive elements (K lanes of the opmath type) as one opmath vector,
+// half/bfloat16 widened (a half-width load: at::vec::load_to_float, not a
+// masked full-width one, which costs more on Zen 4).
+template <typename scalar_t>
+C10_ALWAYS_INLINE auto widen(const scalar_t* p) {
+  using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    aVec v;
+    at::vec::load_to_float(p, v);
+    return v;
+  } else {
+    return aVec::loadu(p);
+  }
+}
+
+// 2K consecutive elements (K lanes of the opmath type) as two opmath vectors,
+// half/bfloat16 widened; and back, rounded once.
+template <typename scalar_t>
+C10_ALWAYS_INLINE auto load_pair(const scalar_t* p) {
+  using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    static_assert(at::vec::Vectorized<scalar_t>::size() == 2 * aVec::size());
+    return at::vec::convert_to_float<scalar_t>(at::vec::Vectorized<scalar_t>::loadu(p));
+  } else {
+    return std::make_tuple(aVec::loadu(p), aVec::loadu(p + aVec::size()));
+  }
+}
+
+// With `stream`, non-temporal stores (p 64-byte aligned; cpu::store_vector).
+template <typename scalar_t, typename aVec>
+C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi, bool stream = false) {
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    cpu::store_vector(at::vec::convert_from_float<scalar_t>(lo, hi), p, stream);
+  } else {
+    cpu::store_vector(lo, p, stream);
+    cpu::store_vector(hi, p + aVec::size(), stream);
+  }
+}
+
+// The first n (0 <= n <= 2K) of 2K consecutive elements as two opmath
+// vectors, the lanes past n +0.0 (nothing past n is read); and the first n
+// lanes of two opmath vectors stored, rounded once (nothing past n written).
+template <typename scalar_t>
+C10_ALWAYS_INLINE auto load_pair(const scalar_t* p, int64_t n) {
+  using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
+  constexpr int64_t K = aVec::size();
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    return at::vec::convert_to_float<scalar_t>(at::vec::Vectorized<scalar_t>::loadu(p, n));
+  } else {
+    return std::make_tuple(aVec::loadu(p, std::min(n, K)), aVec::loadu(p + K, std::max<int64_t>(n - K, 0)));
+  }
+}
+
+template <typename scalar_t, typename aVec>
+C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi, int64_t n) {
+  constexpr int64_t K = aVec::size();
+  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+    at::vec::convert_from_float<scalar_t>(lo, hi).store(p, static_cast<int>(n));
+  } else {
+    lo.store(p, static_cast<int>(std::min(n, K)));
+    if (n > K) hi.store(p + K, static_cast<int>(n - K));
+  }
+}
+
+// 2K consecutive elements (K lanes of the opmath type) split into their even
+// and odd elements, as two opmath vectors (half/bfloat16 widened).
+// bfloat16 with AVX-512 / AVX2: element 2m is the low half of 32-bit word m
+// and 2m + 1 its high half, and a bfloat16 widens exactly by moving its bits
+// to the top of a float32, so a shift and a mask give the two vectors
+// (bitwise what widening then deinterleaving gives, without the permutes).
+template <typename scalar_t>
+C10_ALWAYS_INLINE auto load_even_odd(const scalar_t* p) {
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+  using fVec = at::vec::Vectorized<float>;
+#endif
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
+    const __m512i w = _mm512_loadu_si512(p);
+    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    return std::make_pair(fVec(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16))),
+                          fVec(_mm512_castsi512_ps(_mm512_and_si512(w, high))));
+  }
+#elif defined(CPU_CAPABILITY_AVX2)
+  if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+    return std::make_pair(fVec(_mm256_castsi256_ps(_mm256_slli_epi32(w, 16))),
+                          fVec(_mm256_castsi256_ps(_mm256_and_si256(w, high))));
+  }
+#endif
+  const auto [x0, x1] = load_pair(p);
+  return at::vec::deinterleave2(x0, x1);
+}
+
+}  // namespace
+}  // namespace torch_aclnn::upsample
