@@ -1,6 +1,5 @@
 // NCDHW backward rows when W is up-scaled by exactly 2 (RowFold::uniform == 2).
-// Part of the CPU upsample backward (csrc/cpu/upsample.cpp, which includes it
-// once per instruction-set build and picks the path in pick_backward_path).
+// (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
 #include "cpu/upsample/row_fold.h"

@@ -1,6 +1,5 @@
 // NCDHW backward, row by row (the general NCDHW path, with its row kernels).
-// Part of the CPU upsample backward (csrc/cpu/upsample.cpp, which includes it
-// once per instruction-set build and picks the path in pick_backward_path).
+// (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
 #include "cpu/upsample/halved_rows.h"
@@ -17,10 +16,6 @@
 
 namespace torch_aclnn::upsample {
 namespace {  // included by cpu/upsample.cpp only
-using cpu::advance;
-using cpu::grain_for;
-using cpu::unravel;
-using cpu::zero_fill;
 
 // The NCDHW row-by-row backward: one grad_input row (n, c, i, j, :) at a
 // time, for each (d, h) of its window, fold grad_output row (d, h) into it

@@ -1,8 +1,7 @@
 // NCDHW backward when W is down-scaled by exactly 2: one grad_output row
 // spread to every other element of a grad_input row (spread_by_2), and the
 // whole-call path when no D or H window holds more than one output.
-// Part of the CPU upsample backward (csrc/cpu/upsample.cpp, which includes it
-// once per instruction-set build and picks the path in pick_backward_path).
+// (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
 #include "cpu/upsample/vec.h"
@@ -12,8 +11,6 @@
 
 namespace torch_aclnn::upsample {
 namespace {  // included by cpu/upsample.cpp only
-using cpu::grain_for;
-using cpu::zero_fill;
 
 // One grad_input row whose (d, h) window is a single grad_output row, when W
 // is down-scaled by exactly 2 (RowFold::halved): element 2m + phase is

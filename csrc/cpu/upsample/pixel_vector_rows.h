@@ -1,6 +1,5 @@
 // channels_last_3d backward when a pixel's channels are one opmath vector.
-// Part of the CPU upsample backward (csrc/cpu/upsample.cpp, which includes it
-// once per instruction-set build and picks the path in pick_backward_path).
+// (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
 #include "cpu/upsample/vec.h"
@@ -14,8 +13,6 @@
 
 namespace torch_aclnn::upsample {
 namespace {  // included by cpu/upsample.cpp only
-using cpu::advance;
-using cpu::unravel;
 
 // channels_last_3d backward when a pixel's channels are exactly one opmath
 // vector (C == K: 16 float32/half/bfloat16 channels with AVX-512): the

@@ -1,6 +1,5 @@
 // channels_last_3d backward, any number of channels.
-// Part of the CPU upsample backward (csrc/cpu/upsample.cpp, which includes it
-// once per instruction-set build and picks the path in pick_backward_path).
+// (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
 #include "cpu/upsample/vec.h"
@@ -15,9 +14,6 @@
 
 namespace torch_aclnn::upsample {
 namespace {  // included by cpu/upsample.cpp only
-using cpu::advance;
-using cpu::unravel;
-using cpu::zero_fill;
 
 // channels_last_3d backward, generic: one row of pixels (n, i, j, :, :) at a
 // time, C contiguous. The grad_output rows of the row's (d, h) window are

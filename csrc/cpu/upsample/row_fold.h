@@ -1,8 +1,7 @@
 // The W fold of the NCDHW row-by-row paths: how one grad_output row adds into
 // one grad_input row (RowFold), the generic tap-by-tap fold (fold_row), and
 // the (d, h) window of grad_output rows a grad_input row sums (Window2).
-// Part of the CPU upsample backward (csrc/cpu/upsample.cpp, which includes it
-// once per instruction-set build and picks the path in pick_backward_path).
+// (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
 #include "cpu/upsample/windows.h"

@@ -1,8 +1,7 @@
 // NCDHW backward when no window of any axis holds more than one output and
 // rows are short: zero blocks of rows, then write the elements that receive
 // an output.
-// Part of the CPU upsample backward (csrc/cpu/upsample.cpp, which includes it
-// once per instruction-set build and picks the path in pick_backward_path).
+// (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
 #include "cpu/upsample/windows.h"
@@ -15,8 +14,6 @@
 
 namespace torch_aclnn::upsample {
 namespace {  // included by cpu/upsample.cpp only
-using cpu::grain_for;
-using cpu::zero_fill;
 
 // NCDHW backward when every window of every axis holds at most one output
 // (use_sparse_rows): each grad_input element is +0.0 + its one grad_output

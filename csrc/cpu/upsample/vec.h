@@ -1,7 +1,6 @@
 // Lane helpers of the backward paths: widening loads of half/bfloat16 into
 // opmath vectors and rounding stores back, in pairs and partial.
-// Part of the CPU upsample backward (csrc/cpu/upsample.cpp, which includes it
-// once per instruction-set build and picks the path in pick_backward_path).
+// (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
 #include "contracts/upsample.h"

@@ -1,7 +1,6 @@
 // The per-axis tables every backward path starts from: src(dst) and, for every
 // input index, the window of outputs that map to it.
-// Part of the CPU upsample backward (csrc/cpu/upsample.cpp, which includes it
-// once per instruction-set build and picks the path in pick_backward_path).
+// (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
 #include "contracts/upsample.h"
@@ -12,6 +11,12 @@
 
 namespace torch_aclnn::upsample {
 namespace {  // included by cpu/upsample.cpp only
+
+// The cpu_utils helpers every path uses.
+using cpu::advance;
+using cpu::grain_for;
+using cpu::unravel;
+using cpu::zero_fill;
 
 // src(dst) for every dst of one axis.
 template <Mode mode>
