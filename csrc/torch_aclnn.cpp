@@ -2,10 +2,12 @@
 //
 // Kernels live next to their backend registration (the Autograd kernel of
 // every operator in csrc/autograd.cpp):
-//   csrc/meta/<family>.cpp   Meta (fake-tensor / torch.compile) kernels
+//   csrc/meta.cpp            Meta (fake-tensor / torch.compile) kernels
 //   csrc/cpu/<family>.cpp    CPU kernels (built once per ISA, see setup.py)
 //   csrc/cuda/<family>.cu    CUDA kernels
-// and every backend validates arguments with csrc/contracts/<family>.h.
+// Every backend registers the generic entries of csrc/common/entry.h: the
+// family's contract (csrc/contracts/<family>.h: the checks and the result's
+// spec) and the backend's kernel.
 #include "autograd.h"
 
 #include <Python.h>

@@ -14,9 +14,11 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/DispatchKey.h>
 #include <c10/core/DispatchKeySet.h>
+#include <c10/core/MemoryFormat.h>
 #include <c10/core/SymInt.h>
 #include <c10/core/TensorOptions.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 
 #include <algorithm>
 #include <initializer_list>
@@ -125,6 +127,62 @@ inline c10::Device one_device(const char* op, std::initializer_list<Named> input
   if (out.defined()) check(out_name, out, false);
   return first->tensor.device();
 }
+
+// The out= tensor a contract checks: the caller's grad_input in a
+// .grad_input overload, undefined for the functional form. A type of its own
+// so that the generic entries (common/entry.h) tell a contract's out=
+// parameter from the operator's arguments.
+struct Out {
+  const at::Tensor& tensor;
+  Out() : tensor(undefined()) {}
+  Out(const at::Tensor& t) : tensor(t) {}  // NOLINT(google-explicit-constructor)
+
+ private:
+  static const at::Tensor& undefined() {
+    static const at::Tensor t;
+    return t;
+  }
+};
+
+// The result of a valid call, as its contract states it (what aten's
+// structured meta functions set): allocated by the generic entries
+// (common/entry.h) on every backend, Meta included, in this spec, and the
+// out= tensor's temporary when the kernel cannot write out= directly.
+struct Result {
+  c10::SmallVector<c10::SymInt, 6> sizes;  // unless `like`
+  at::ScalarType dtype = at::kFloat;
+  c10::Device device = c10::kCPU;  // the call's device (one_device)
+  c10::MemoryFormat format = c10::MemoryFormat::Contiguous;
+  // Set: empty_like(*like) with its sizes, dtype and strides (elementwise ops).
+  const at::Tensor* like = nullptr;
+  // out= (common/entry.h: writes_in_place): the out= tensor is written
+  // directly only when it has `dtype`, when dense in `format` or the other
+  // 5-D layout if out_dense, and when it shares no memory with `reads` (or,
+  // out_elementwise, is exactly one of them).
+  bool out_dense = false;
+  bool out_elementwise = false;
+  c10::SmallVector<const at::Tensor*, 3> reads;
+
+  c10::TensorOptions options() const {
+    return c10::TensorOptions().dtype(dtype).device(device).memory_format(format);
+  }
+  static Result like_tensor(const at::Tensor& t, c10::Device device) {
+    Result r;
+    r.like = &t;
+    r.dtype = t.scalar_type();
+    r.device = device;
+    return r;
+  }
+};
+
+// What a contract returns: the result's spec and what the family's kernels
+// need beyond the operator's arguments.
+struct NoParams {};
+template <class Params = NoParams>
+struct Plan {
+  Result result;
+  Params params;
+};
 
 // An input on the call's device: t itself, or a 0-dim CPU input copied there
 // (for kernels that read every operand on the device).

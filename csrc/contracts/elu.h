@@ -4,7 +4,6 @@
 #pragma once
 
 #include "common/contract.h"
-#include "common/out.h"
 
 #include <c10/core/Scalar.h>
 #include <c10/core/ScalarType.h>
@@ -45,12 +44,11 @@ inline double check_scalar(const char* op, const char* arg, const c10::Scalar& s
   return v;
 }
 
-// The scalar parameters of one call, as doubles, and the call's device
-// (where the result is allocated; see one_device).
+// The scalar parameters of one call, as doubles.
 struct Params {
   double alpha, scale, input_scale;
-  c10::Device device = c10::kCPU;
 };
+using Plan = torch_aclnn::Plan<Params>;
 
 inline Params check_params(const char* op, const c10::Scalar& alpha, const c10::Scalar& scale,
                            const c10::Scalar& input_scale, at::ScalarType dtype) {
@@ -58,14 +56,15 @@ inline Params check_params(const char* op, const c10::Scalar& alpha, const c10::
           check_scalar(op, "input_scale", input_scale, dtype)};
 }
 
-inline Params check_forward(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
-                            const c10::Scalar& input_scale) {
+// The result: empty_like(self), self's layout kept.
+inline Plan check_forward(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+                          const c10::Scalar& input_scale) {
   constexpr const char* op = "elu";
+  const c10::Device device = one_device(op, {{"self", self}});
   check_dtype(op, "self", self.scalar_type());
-  Params p = check_params(op, alpha, scale, input_scale, self.scalar_type());
+  const Params p = check_params(op, alpha, scale, input_scale, self.scalar_type());
   check_rank(op, "self", self);
-  p.device = self.device();
-  return p;
+  return {Result::like_tensor(self, device), p};
 }
 
 // grad_input (out= variant) may be any supported dtype that holds every value
@@ -77,21 +76,16 @@ inline bool holds(at::ScalarType out, at::ScalarType in) {
   return supported_dtype(out) && c10::promoteTypes(in, out) == out;
 }
 
-// out= on every backend: grad_input (any strides) is written in place unless
-// its dtype is wider than grad_output's or it shares memory with an input;
-// then the values go through a temporary in grad_output's dtype (widened
-// exactly by the copy).
-inline bool backward_writes_in_place(const at::Tensor& grad_input, const at::Tensor& grad_output,
-                                     const at::Tensor& self_or_result) {
-  return grad_input.scalar_type() == grad_output.scalar_type() &&
-         elementwise_safe_to_write(grad_input, grad_output) && elementwise_safe_to_write(grad_input, self_or_result);
-}
-
-// grad_input is the out= tensor (undefined for the functional form).
-inline Params check_backward(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
-                             const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
-                             const at::Tensor& grad_input = at::Tensor()) {
+// The result: empty_like(grad_output) on the call's device. out= on every
+// backend: grad_input (any strides) is written in place unless its dtype is
+// wider than grad_output's or it shares memory with an input (other than
+// being exactly it); then the values go through a temporary in grad_output's
+// dtype (widened exactly by the copy). out: grad_input of the out= overload.
+inline Plan check_backward(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
+                           const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
+                           Out out = {}) {
   constexpr const char* op = "elu_backward";
+  const at::Tensor& grad_input = out.tensor;
   const c10::Device device =
       one_device(op, {{"grad_output", grad_output}, {"self_or_result", self_or_result}}, grad_input);
   check_dtype(op, "grad_output", grad_output.scalar_type());
@@ -99,8 +93,7 @@ inline Params check_backward(const at::Tensor& grad_output, const c10::Scalar& a
   ACLNN_CHECK_TYPE(grad_output.scalar_type() == self_or_result.scalar_type(), op,
                    "self_or_result must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
                    self_or_result.scalar_type());
-  Params p = check_params(op, alpha, scale, input_scale, grad_output.scalar_type());
-  p.device = device;
+  const Params p = check_params(op, alpha, scale, input_scale, grad_output.scalar_type());
   if (grad_input.defined()) {
     ACLNN_CHECK_TYPE(holds(grad_input.scalar_type(), grad_output.scalar_type()), op,
                      "grad_input's dtype must hold grad_output's dtype ", grad_output.scalar_type(),
@@ -119,7 +112,10 @@ inline Params check_backward(const at::Tensor& grad_output, const c10::Scalar& a
   // which needs alpha >= 0 (a NaN alpha is not rejected: it is not < 0).
   ACLNN_CHECK_VALUE(!(is_result && p.alpha < 0), op,
                     "alpha must be >= 0 when is_result is True (the forward is not invertible), got ", p.alpha);
-  return p;
+  Result r = Result::like_tensor(grad_output, device);
+  r.out_elementwise = true;
+  r.reads = {&grad_output, &self_or_result};
+  return {r, p};
 }
 
 }  // namespace torch_aclnn::elu

@@ -132,26 +132,38 @@ inline void check_volume(const char* op, const at::Tensor& self, c10::SymIntArra
                     " (", val(in_volume), " elements per plane)");
 }
 
-inline void check_forward(const at::Tensor& self, const at::Tensor& indices, c10::SymIntArrayRef output_size,
+using Plan = torch_aclnn::Plan<>;
+
+// The result: self's leading sizes then output_size, in result_format(self).
+inline Plan check_forward(const at::Tensor& self, const at::Tensor& indices, c10::SymIntArrayRef output_size,
                           at::IntArrayRef stride, at::IntArrayRef padding) {
   const char* op = kForward;
-  one_device(op, {{"self", self}, {"indices", indices}});
+  const c10::Device device = one_device(op, {{"self", self}, {"indices", indices}});
   check_dtype(op, "self", self.scalar_type());
   check_indices_dtype(op, indices.scalar_type());
   check_self(op, self, indices);
   check_lists(op, output_size, stride, padding);
   check_volume(op, self, output_size);
-  std::vector<c10::SymInt> result(self.sym_sizes().begin(), self.sym_sizes().end() - 3);
-  result.insert(result.end(), output_size.begin(), output_size.end());
-  check_fits_int64(op, "the result", result, c10::elementSize(self.scalar_type()));
+  Result r;
+  r.sizes.assign(self.sym_sizes().begin(), self.sym_sizes().end() - 3);
+  r.sizes.append(output_size.begin(), output_size.end());
+  check_fits_int64(op, "the result", r.sizes, c10::elementSize(self.scalar_type()));
+  r.dtype = self.scalar_type();
+  r.device = device;
+  r.format = result_format(self);
+  return {r};
 }
 
-// grad_input is the out= tensor (undefined for the functional form).
-inline void check_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
+// The result: self's shape in result_format(indices). out: grad_input of the
+// out= overload (contiguous, row 1), written in place unless it shares
+// memory with grad_output or indices; its temporary is contiguous too.
+inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
                            c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                           const at::Tensor& grad_input = at::Tensor()) {
+                           Out out = {}) {
   const char* op = kBackward;
-  one_device(op, {{"grad_output", grad_output}, {"self", self}, {"indices", indices}}, grad_input);
+  const at::Tensor& grad_input = out.tensor;
+  const c10::Device device =
+      one_device(op, {{"grad_output", grad_output}, {"self", self}, {"indices", indices}}, grad_input);
   // Row 2: supported dtypes.
   check_dtype(op, "grad_output", grad_output.scalar_type());
   check_dtype(op, "self", self.scalar_type());
@@ -194,6 +206,13 @@ inline void check_backward(const at::Tensor& grad_output, const at::Tensor& self
                     ", got grad_output shape ", fmt_list(go));
   // Row 10.
   check_volume(op, self, output_size);
+  Result r;
+  r.sizes.assign(self.sym_sizes().begin(), self.sym_sizes().end());
+  r.dtype = grad_output.scalar_type();
+  r.device = device;
+  r.format = grad_input.defined() ? c10::MemoryFormat::Contiguous : result_format(indices);
+  r.reads = {&grad_output, &indices};
+  return {r};
 }
 
 // ---------------------------------------------------------------------------

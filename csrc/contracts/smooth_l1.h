@@ -85,12 +85,10 @@ inline void broadcast_into(const char* op, SymShape& shape, const std::string& s
   }
 }
 
-// What a valid call computes: the promoted dtype and the result's shape.
-struct Plan {
-  at::ScalarType dtype;
-  SymShape shape;  // broadcast shape of the inputs (the loss before reduction, or grad_input)
-  c10::Device device = c10::kCPU;  // the call's device (see one_device), where the result is allocated
-};
+// What a valid call computes: a contiguous result of the promoted dtype on
+// the call's device, the broadcast shape (0-dim for the loss with 'mean' /
+// 'sum'). Kernels read the inputs in result.dtype.
+using Plan = torch_aclnn::Plan<>;
 
 // torch's type promotion over the tensors, each already checked supported;
 // with floating inputs only the result is always one of them, but a future
@@ -111,18 +109,24 @@ inline Plan check_forward(const at::Tensor& self, const at::Tensor& target, int6
   check_dtype(op, "target", target.scalar_type());
   check_reduction(op, reduction);
   check_beta(op, beta);
-  Plan p{promote(op, {&self, &target}), SymShape(self.sym_sizes().begin(), self.sym_sizes().end()), device};
-  broadcast_into(op, p.shape, "self", target.sym_sizes(), "target");
+  Result r;
+  r.dtype = promote(op, {&self, &target});
+  r.device = device;
+  r.sizes.assign(self.sym_sizes().begin(), self.sym_sizes().end());
+  broadcast_into(op, r.sizes, "self", target.sym_sizes(), "target");
   // 'none' allocates the broadcast; 'mean' / 'sum' count its elements.
-  check_fits_int64(op, "the broadcast of self and target", p.shape,
-                   reduction == kNone ? c10::elementSize(p.dtype) : 1);
-  return p;
+  check_fits_int64(op, "the broadcast of self and target", r.sizes,
+                   reduction == kNone ? c10::elementSize(r.dtype) : 1);
+  if (reduction != kNone) r.sizes.clear();
+  return {r};
 }
 
-// grad_input is the out= tensor (undefined for the functional form).
+// out: grad_input of the out= overload, written in place (any strides)
+// unless it shares memory with an input.
 inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
-                           int64_t reduction, double beta, const at::Tensor& grad_input = at::Tensor()) {
+                           int64_t reduction, double beta, Out out = {}) {
   const char* op = kBackward;
+  const at::Tensor& grad_input = out.tensor;
   const c10::Device device =
       one_device(op, {{"grad_output", grad_output}, {"self", self}, {"target", target}}, grad_input);
   check_dtype(op, "grad_output", grad_output.scalar_type());
@@ -130,21 +134,24 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   check_dtype(op, "target", target.scalar_type());
   check_reduction(op, reduction);
   check_beta(op, beta);
-  Plan p{promote(op, {&grad_output, &self, &target}),
-         SymShape(self.sym_sizes().begin(), self.sym_sizes().end()), device};
-  broadcast_into(op, p.shape, "self", target.sym_sizes(), "target");
-  broadcast_into(op, p.shape, "broadcast(self, target)", grad_output.sym_sizes(), "grad_output");
-  check_fits_int64(op, "grad_input", p.shape, c10::elementSize(p.dtype));
+  Result r;
+  r.dtype = promote(op, {&grad_output, &self, &target});
+  r.device = device;
+  r.sizes.assign(self.sym_sizes().begin(), self.sym_sizes().end());
+  broadcast_into(op, r.sizes, "self", target.sym_sizes(), "target");
+  broadcast_into(op, r.sizes, "broadcast(self, target)", grad_output.sym_sizes(), "grad_output");
+  check_fits_int64(op, "grad_input", r.sizes, c10::elementSize(r.dtype));
   if (grad_input.defined()) {
-    ACLNN_CHECK_TYPE(grad_input.scalar_type() == p.dtype, op, "grad_input must have the promoted dtype ",
-                     p.dtype, " of grad_output, self and target, got ", grad_input.scalar_type());
+    ACLNN_CHECK_TYPE(grad_input.scalar_type() == r.dtype, op, "grad_input must have the promoted dtype ",
+                     r.dtype, " of grad_output, self and target, got ", grad_input.scalar_type());
     const auto gi = grad_input.sym_sizes();
-    bool same = gi.size() == p.shape.size();
-    for (size_t i = 0; same && i < gi.size(); ++i) same = gi[i] == p.shape[i];
+    bool same = gi.size() == r.sizes.size();
+    for (size_t i = 0; same && i < gi.size(); ++i) same = gi[i] == r.sizes[i];
     ACLNN_CHECK_VALUE(same, op, "grad_input must have the broadcast shape of grad_output, self and target ",
-                      fmt_list(p.shape), ", got ", fmt_list(gi));
+                      fmt_list(r.sizes), ", got ", fmt_list(gi));
   }
-  return p;
+  r.reads = {&grad_output, &self, &target};
+  return {r};
 }
 
 }  // namespace torch_aclnn::smooth_l1

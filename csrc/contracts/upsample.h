@@ -79,24 +79,38 @@ inline c10::MemoryFormat result_format(const at::Tensor& t) {
                                                                         : c10::MemoryFormat::Contiguous;
 }
 
-inline void check_forward(Mode mode, const at::Tensor& self, c10::SymIntArrayRef output_size,
-                          const Scale (&scales)[3]) {
+using Plan = torch_aclnn::Plan<>;
+
+// The result: (N, C, *output_size) in result_format(self).
+template <Mode mode>
+Plan check_forward(const at::Tensor& self, c10::SymIntArrayRef output_size, Scale sd, Scale sh, Scale sw) {
+  const Scale scales[3] = {sd, sh, sw};
   const char* op = forward_name(mode);
+  const c10::Device device = one_device(op, {{"self", self}});
   check_dtype(op, "self", self.scalar_type());
   ACLNN_CHECK_VALUE(self.dim() == 5, op, "self must be 5-D (N, C, D, H, W), got ", self.dim(),
                     "-D with shape ", fmt_list(self.sym_sizes()));
   check_sizes(op, output_size, self.sym_sizes(), scales, "self.shape");
   const auto s = self.sym_sizes();
-  const c10::SymInt result[5] = {s[0], s[1], output_size[0], output_size[1], output_size[2]};
-  check_fits_int64(op, "the result", result, c10::elementSize(self.scalar_type()));
+  Result r;
+  r.sizes = {s[0], s[1], output_size[0], output_size[1], output_size[2]};
+  check_fits_int64(op, "the result", r.sizes, c10::elementSize(self.scalar_type()));
+  r.dtype = self.scalar_type();
+  r.device = device;
+  r.format = result_format(self);
+  return {r};
 }
 
-// grad_input is the out= tensor (undefined for the functional form).
-inline void check_backward(Mode mode, const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
-                           c10::SymIntArrayRef input_size, const Scale (&scales)[3],
-                           const at::Tensor& grad_input = at::Tensor()) {
+// The result: input_size in result_format(grad_output). out: grad_input of
+// the out= overload, written in place when dense in that layout or the other
+// 5-D one and sharing no memory with grad_output.
+template <Mode mode>
+Plan check_backward(const at::Tensor& grad_output, c10::SymIntArrayRef output_size, c10::SymIntArrayRef input_size,
+                    Scale sd, Scale sh, Scale sw, Out out = {}) {
+  const Scale scales[3] = {sd, sh, sw};
   const char* op = backward_name(mode);
-  one_device(op, {{"grad_output", grad_output}}, grad_input);
+  const at::Tensor& grad_input = out.tensor;
+  const c10::Device device = one_device(op, {{"grad_output", grad_output}}, grad_input);
   check_dtype(op, "grad_output", grad_output.scalar_type());
   if (grad_input.defined()) {
     ACLNN_CHECK_TYPE(grad_input.scalar_type() == grad_output.scalar_type(), op,
@@ -126,6 +140,14 @@ inline void check_backward(Mode mode, const at::Tensor& grad_output, c10::SymInt
                       "grad_input's D, H, W must equal input_size[2:5] = ", fmt_list(input_size.slice(2)),
                       ", got grad_input shape ", fmt_list(gi));
   }
+  Result r;
+  r.sizes.assign(input_size.begin(), input_size.end());
+  r.dtype = grad_output.scalar_type();
+  r.device = device;
+  r.format = result_format(grad_output);
+  r.out_dense = true;
+  r.reads = {&grad_output};
+  return {r};
 }
 
 // ---------------------------------------------------------------------------

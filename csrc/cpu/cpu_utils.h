@@ -9,6 +9,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "common/entry.h"
+
 #include <ATen/EmptyTensor.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -151,5 +153,15 @@ inline at::Tensor empty_like(const at::Tensor& t) {
   }
   return with_huge_pages(at::empty_like(t, c10::MemoryFormat::Preserve));
 }
+
+// The CPU backend of the generic entries (common/entry.h): results allocated
+// as above.
+struct Backend {
+  static constexpr bool kComputes = true;
+  using Guard = entry::NoGuard;
+  static at::Tensor empty(const Result& r) {
+    return r.like != nullptr ? cpu::empty_like(*r.like) : cpu::empty(C10_AS_INTARRAYREF_SLOW(r.sizes), r.options());
+  }
+};
 
 }  // namespace torch_aclnn::cpu

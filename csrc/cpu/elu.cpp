@@ -14,12 +14,12 @@
 // strided inputs) it uses std::exp/std::expm1: measured up to 2 ulp apart in
 // float32/float64, 1 ulp in float16 (torch_aclnn.testing.elu.ulp_table).
 // half/bfloat16 compute in float32 and round once.
+#include "common/entry.h"
 #include "contracts/elu.h"
 #include "cpu/cpu_utils.h"
 #include "cpu/elementwise.h"
 
 #include <ATen/Dispatch.h>
-#include <ATen/MemoryOverlap.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cpu/vec/vec.h>
 #include <torch/library.h>
@@ -108,59 +108,33 @@ struct BackwardFromInput {
 // ---------------------------------------------------------------------------
 // Operators
 
-at::Tensor forward_cpu(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
-                       const c10::Scalar& input_scale) {
-  const Params p = check_forward(self, alpha, scale, input_scale);
-  at::Tensor out = cpu::empty_like(self);
-  if (out.numel() == 0) return out;
+void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self, const c10::Scalar&, const c10::Scalar&,
+                  const c10::Scalar&) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "elu_cpu", [&] {
     using T = at::opmath_type<scalar_t>;
-    run_elementwise<scalar_t>(out, Forward<T>{Coefs<T>(p)}, self);
+    run_elementwise<scalar_t>(out, Forward<T>{Coefs<T>(p.params)}, self);
   });
-  return out;
 }
 
-// grad_input: defined, grad_output's shape and dtype, no internal overlap,
-// and not partially overlapping either input.
-void backward_into(const at::Tensor& grad_output, const Params& p, bool is_result, const at::Tensor& self_or_result,
-                   at::Tensor& grad_input) {
-  if (grad_input.numel() == 0) return;
+// grad_input: grad_output's shape and dtype, no internal overlap, and not
+// partially overlapping either input.
+void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output, const c10::Scalar&,
+                   const c10::Scalar&, const c10::Scalar&, bool is_result, const at::Tensor& self_or_result) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "elu_backward_cpu", [&] {
     using T = at::opmath_type<scalar_t>;
     if (is_result) {
-      run_elementwise<scalar_t>(grad_input, BackwardFromResult<T>{Coefs<T>(p)}, grad_output, self_or_result);
+      run_elementwise<scalar_t>(grad_input, BackwardFromResult<T>{Coefs<T>(p.params)}, grad_output, self_or_result);
     } else {
-      run_elementwise<scalar_t>(grad_input, BackwardFromInput<T>{Coefs<T>(p)}, grad_output, self_or_result);
+      run_elementwise<scalar_t>(grad_input, BackwardFromInput<T>{Coefs<T>(p.params)}, grad_output, self_or_result);
     }
   });
-}
-
-at::Tensor backward_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
-                        const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result) {
-  const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result);
-  at::Tensor grad_input = cpu::empty_like(grad_output);
-  backward_into(grad_output, p, is_result, self_or_result, grad_input);
-  return grad_input;
-}
-
-void backward_out_cpu(const at::Tensor& grad_output, const c10::Scalar& alpha, const c10::Scalar& scale,
-                      const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
-                      at::Tensor& grad_input) {
-  const Params p = check_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result, grad_input);
-  at::assert_no_internal_overlap(grad_input);
-  if (grad_input.numel() == 0) return;
-  write_out(
-      grad_input, backward_writes_in_place(grad_input, grad_output, self_or_result),
-      [&] { return cpu::empty_like(grad_output); },
-      [&](at::Tensor& dst) { backward_into(grad_output, p, is_result, self_or_result, dst); });
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_aclnn, CPU, m) {
-  m.impl("elu", forward_cpu);
-  m.impl("elu_backward", backward_cpu);
-  m.impl("elu_backward.grad_input", backward_out_cpu);
+  entry::impl<cpu::Backend, check_forward, forward_into>(m, "elu");
+  entry::impl<cpu::Backend, check_backward, backward_into>(m, "elu_backward");
 }
 
 }  // namespace torch_aclnn::elu

@@ -26,7 +26,6 @@
 // Every index is range-checked before it is used (row 15): an index outside
 // [0, oD*oH*oW) is never read through or written through; the first offending
 // position in self's logical order is reported, whatever the thread count.
-#include "common/out.h"
 #include "contracts/max_unpool.h"
 #include "cpu/cpu_utils.h"
 
@@ -168,15 +167,10 @@ void scatter_kernel(const T* x, Planes sp, const int64_t* ix, Planes xp, T* out,
   });
 }
 
-at::Tensor forward_cpu(const at::Tensor& self_, const at::Tensor& indices_, c10::SymIntArrayRef output_size_,
-                       at::IntArrayRef stride, at::IntArrayRef padding) {
-  check_forward(self_, indices_, output_size_, stride, padding);
+void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const at::Tensor& indices_,
+                  c10::SymIntArrayRef output_size_, at::IntArrayRef, at::IntArrayRef) {
   const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
-  const MemoryFormat fmt = result_format(self_);
-  std::vector<int64_t> shape(self_.sizes().begin(), self_.sizes().end() - 3);
-  shape.insert(shape.end(), output_size.begin(), output_size.end());
-  at::Tensor out = cpu::empty(shape, self_.options().memory_format(fmt));
-  if (out.numel() == 0) return out;
+  const MemoryFormat fmt = p.result.format;
   const at::Tensor self = flattenable(self_, fmt);
   const at::Tensor indices = flattenable(indices_, fmt);
   const Geometry g = geometry(self, output_size);
@@ -189,7 +183,6 @@ at::Tensor forward_cpu(const at::Tensor& self_, const at::Tensor& indices_, c10:
                       static_cast<T*>(out.mutable_data_ptr()), planes_of(out), g, bad);
   });
   check_indices_found(kForward, bad, g, ix, xp, output_size);
-  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -435,9 +428,11 @@ void gather_kernel(const T* go, Planes gp, const int64_t* ix, Planes xp, T* out,
   }
 }
 
-void backward_into(const at::Tensor& grad_output_, const at::Tensor& self, const at::Tensor& indices_,
-                   at::IntArrayRef output_size, at::Tensor& grad_input, MemoryFormat fmt) {
-  if (grad_input.numel() == 0) return;
+// grad_input: dense in the result's layout (contiguous for out=).
+void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output_, const at::Tensor& self,
+                   const at::Tensor& indices_, c10::SymIntArrayRef output_size_, at::IntArrayRef, at::IntArrayRef) {
+  const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
+  const MemoryFormat fmt = p.result.format;
   TORCH_INTERNAL_ASSERT(grad_input.is_contiguous(fmt));
   const at::Tensor grad_output = flattenable(grad_output_, fmt);
   const at::Tensor indices = flattenable(indices_, fmt);
@@ -453,34 +448,11 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self, const
   check_indices_found(kBackward, bad, g, ix, xp, output_size);
 }
 
-at::Tensor backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
-                        c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding) {
-  check_backward(grad_output, self, indices, output_size, stride, padding);
-  const MemoryFormat fmt = result_format(indices);
-  at::Tensor grad_input = cpu::empty(self.sizes(), grad_output.options().memory_format(fmt));
-  backward_into(grad_output, self, indices, C10_AS_INTARRAYREF_SLOW(output_size), grad_input, fmt);
-  return grad_input;
-}
-
-void backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
-                      c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                      at::Tensor& grad_input) {
-  check_backward(grad_output, self, indices, output_size, stride, padding, grad_input);
-  const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
-  // grad_input is contiguous (row 1): write straight into it unless it shares
-  // memory with what the kernel reads.
-  write_out(
-      grad_input, shares_no_memory(grad_input, {&grad_output, &indices}),
-      [&] { return cpu::empty(self.sizes(), grad_output.options()); },
-      [&](at::Tensor& dst) { backward_into(grad_output, self, indices, out_size, dst, MemoryFormat::Contiguous); });
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_aclnn, CPU, m) {
-  m.impl("max_unpool3d", forward_cpu);
-  m.impl("max_unpool3d_backward", backward_cpu);
-  m.impl("max_unpool3d_backward.grad_input", backward_out_cpu);
+  entry::impl<cpu::Backend, check_forward, forward_into>(m, "max_unpool3d");
+  entry::impl<cpu::Backend, check_backward, backward_into>(m, "max_unpool3d_backward");
 }
 
 }  // namespace torch_aclnn::max_unpool

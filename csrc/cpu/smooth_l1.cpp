@@ -26,7 +26,6 @@
 // same bits), and its error is that of the per-element opmath losses plus ~1
 // rounding of the output dtype ('mean' divides the float64 sum by the element
 // count).
-#include "common/out.h"
 #include "contracts/smooth_l1.h"
 #include "cpu/cpu_utils.h"
 #include "cpu/elementwise.h"
@@ -450,38 +449,35 @@ double loss_sum(at::TensorIterator& iter, double beta) {
   return pairwise_sum(partial.data(), nchunks);
 }
 
-at::Tensor loss_reduced(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
+// out: 0-dim, self's dtype.
+void loss_reduced(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta, at::Tensor& out) {
   auto iter = at::TensorIteratorConfig().add_const_input(self).add_const_input(target).build();
   const int64_t numel = iter.numel();
-  at::Tensor out = cpu::empty({}, self.options());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "smooth_l1_loss_cpu", [&] {
     const double sum = loss_sum<scalar_t>(iter, beta);
     // 'mean' of no elements is 0 / 0 = NaN, as in torch.
     const double value = reduction == kMean ? sum / static_cast<double>(numel) : sum;
     *out.mutable_data_ptr<scalar_t>() = static_cast<scalar_t>(value);
   });
-  return out;
 }
 
 // ---------------------------------------------------------------------------
-// Operators.
+// Operators: the inputs in the promoted dtype.
 
 at::Tensor as_dtype(const at::Tensor& t, at::ScalarType dtype) {
   return t.scalar_type() == dtype ? t : t.to(dtype);
 }
 
-at::Tensor forward_cpu(const at::Tensor& self_, const at::Tensor& target_, int64_t reduction, double beta) {
-  const Plan p = check_forward(self_, target_, reduction, beta);
-  const at::Tensor self = as_dtype(self_, p.dtype), target = as_dtype(target_, p.dtype);
-  if (reduction != kNone) return loss_reduced(self, target, reduction, beta);
-  at::Tensor out = cpu::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options());
-  if (out.numel() > 0) loss_none_into(self, target, beta, out);
-  return out;
+void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const at::Tensor& target_,
+                  int64_t reduction, double beta) {
+  const at::Tensor self = as_dtype(self_, p.result.dtype), target = as_dtype(target_, p.result.dtype);
+  if (reduction != kNone) return loss_reduced(self, target, reduction, beta, out);
+  loss_none_into(self, target, beta, out);
 }
 
-void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, const at::Tensor& target_,
-                   int64_t reduction, double beta, at::ScalarType dtype, at::Tensor& grad_input) {
-  if (grad_input.numel() == 0) return;
+void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output_, const at::Tensor& self_,
+                   const at::Tensor& target_, int64_t reduction, double beta) {
+  const at::ScalarType dtype = p.result.dtype;
   const at::Tensor grad_output = as_dtype(grad_output_, dtype), self = as_dtype(self_, dtype),
                    target = as_dtype(target_, dtype);
   // 'mean': the derivative of the mean over broadcast(self, target) (docs/spec.md §4;
@@ -491,32 +487,11 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, cons
   grad_into(grad_output, self, target, beta, norm, grad_input);
 }
 
-at::Tensor backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
-                        int64_t reduction, double beta) {
-  const Plan p = check_backward(grad_output, self, target, reduction, beta);
-  at::Tensor grad_input = cpu::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype));
-  backward_into(grad_output, self, target, reduction, beta, p.dtype, grad_input);
-  return grad_input;
-}
-
-void backward_out_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
-                      int64_t reduction, double beta, at::Tensor& grad_input) {
-  const Plan p = check_backward(grad_output, self, target, reduction, beta, grad_input);
-  at::assert_no_internal_overlap(grad_input);
-  // Write straight into grad_input (any strides) unless it shares memory with
-  // an input; then compute into a temporary and copy.
-  write_out(
-      grad_input, shares_no_memory(grad_input, {&grad_output, &self, &target}),
-      [&] { return cpu::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().dtype(p.dtype)); },
-      [&](at::Tensor& dst) { backward_into(grad_output, self, target, reduction, beta, p.dtype, dst); });
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_aclnn, CPU, m) {
-  m.impl("smooth_l1_loss", forward_cpu);
-  m.impl("smooth_l1_loss_backward", backward_cpu);
-  m.impl("smooth_l1_loss_backward.grad_input", backward_out_cpu);
+  entry::impl<cpu::Backend, check_forward, forward_into>(m, "smooth_l1_loss");
+  entry::impl<cpu::Backend, check_backward, backward_into>(m, "smooth_l1_loss_backward");
 }
 
 }  // namespace torch_aclnn::smooth_l1

@@ -7,7 +7,7 @@
 // float math; the work is split over all rows / pixels of grad_input. The
 // backward's paths (one per layout and window shape, each in its own header
 // under cpu/upsample/) are picked in one place: pick_backward_path.
-#include "common/out.h"
+#include "common/entry.h"
 #include "contracts/upsample.h"
 #include "cpu/cpu_utils.h"
 #include "cpu/upsample/fold_by_2.h"
@@ -21,7 +21,6 @@
 #include "cpu/upsample/windows.h"
 
 #include <ATen/Dispatch.h>
-#include <ATen/MemoryOverlap.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <ATen/cpu/vec/vec.h>
@@ -96,19 +95,13 @@ void forward_kernel(const at::Tensor& self, at::Tensor& out, const Axes& a, Memo
 }
 
 template <Mode mode>
-at::Tensor forward_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size_, Scale sd, Scale sh, Scale sw) {
+void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self, c10::SymIntArrayRef output_size, Scale sd,
+                  Scale sh, Scale sw) {
   const Scale scales[3] = {sd, sh, sw};
-  check_forward(mode, self, output_size_, scales);
-  const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
-  const MemoryFormat fmt = result_format(self);
-  at::Tensor out = cpu::empty({self.size(0), self.size(1), output_size[0], output_size[1], output_size[2]},
-                              self.options().memory_format(fmt));
-  if (out.numel() == 0) return out;
-  const Axes a = make_axes(self.sizes(), output_size, scales);
+  const Axes a = make_axes(self.sizes(), C10_AS_INTARRAYREF_SLOW(output_size), scales);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "upsample_nearest3d_cpu", [&] {
-    forward_kernel<mode, scalar_t>(self, out, a, fmt);
+    forward_kernel<mode, scalar_t>(self, out, a, p.result.format);
   });
-  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -215,60 +208,28 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Axes& a, Memory
   }
 }
 
+// grad_input: dense in the result's layout or the other 5-D one.
 template <Mode mode>
-void backward_into(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
-                   const Scale (&scales)[3], at::Tensor& grad_input, MemoryFormat fmt) {
-  if (grad_input.numel() == 0) return;
+void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output,
+                   c10::SymIntArrayRef output_size, c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw) {
+  const Scale scales[3] = {sd, sh, sw};
+  const MemoryFormat fmt = dense_format_5d(grad_input, p.result.format);
   const at::Tensor go = grad_output.contiguous(fmt);
-  const Axes a = make_axes(input_size, output_size, scales);
+  const Axes a = make_axes(C10_AS_INTARRAYREF_SLOW(input_size), C10_AS_INTARRAYREF_SLOW(output_size), scales);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, go.scalar_type(), "upsample_nearest3d_backward_cpu", [&] {
     backward_kernel<mode, scalar_t>(go, grad_input, a, fmt);
   });
 }
 
-template <Mode mode>
-at::Tensor backward_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
-                        c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw) {
-  const Scale scales[3] = {sd, sh, sw};
-  check_backward(mode, grad_output, output_size, input_size, scales);
-  const MemoryFormat fmt = result_format(grad_output);
-  const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
-  at::Tensor grad_input = cpu::empty(in_size, grad_output.options().memory_format(fmt));
-  backward_into<mode>(grad_output, C10_AS_INTARRAYREF_SLOW(output_size), in_size, scales, grad_input, fmt);
-  return grad_input;
-}
-
-template <Mode mode>
-void backward_out_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
-                      c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
-                      at::Tensor& grad_input) {
-  const Scale scales[3] = {sd, sh, sw};
-  check_backward(mode, grad_output, output_size, input_size, scales, grad_input);
-  at::assert_no_internal_overlap(grad_input);
-  const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
-  const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
-  // Write straight into grad_input when it is dense in a layout the kernel
-  // produces and shares no memory with grad_output; otherwise go through a
-  // temporary.
-  const MemoryFormat preferred = result_format(grad_output);
-  const bool direct = grad_input.is_contiguous(dense_format_5d(grad_input, preferred)) &&
-                      shares_no_memory(grad_input, {&grad_output});
-  write_out(
-      grad_input, direct, [&] { return cpu::empty(in_size, grad_output.options().memory_format(preferred)); },
-      [&](at::Tensor& dst) {
-        backward_into<mode>(grad_output, out_size, in_size, scales, dst, dense_format_5d(dst, preferred));
-      });
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_aclnn, CPU, m) {
-  m.impl("upsample_nearest3d", forward_cpu<Mode::Nearest>);
-  m.impl("upsample_nearest3d_backward", backward_cpu<Mode::Nearest>);
-  m.impl("upsample_nearest3d_backward.grad_input", backward_out_cpu<Mode::Nearest>);
-  m.impl("upsample_nearest_exact3d", forward_cpu<Mode::NearestExact>);
-  m.impl("upsample_nearest_exact3d_backward", backward_cpu<Mode::NearestExact>);
-  m.impl("upsample_nearest_exact3d_backward.grad_input", backward_out_cpu<Mode::NearestExact>);
+  using B = cpu::Backend;
+  constexpr Mode N = Mode::Nearest, E = Mode::NearestExact;
+  entry::impl<B, check_forward<N>, forward_into<N>>(m, "upsample_nearest3d");
+  entry::impl<B, check_backward<N>, backward_into<N>>(m, "upsample_nearest3d_backward");
+  entry::impl<B, check_forward<E>, forward_into<E>>(m, "upsample_nearest_exact3d");
+  entry::impl<B, check_backward<E>, backward_into<E>>(m, "upsample_nearest_exact3d_backward");
 }
 
 }  // namespace torch_aclnn::upsample

@@ -21,7 +21,6 @@
 #include "cuda/elu.cuh"
 
 #include <ATen/Dispatch.h>
-#include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
 namespace torch_aclnn::elu {
@@ -31,24 +30,21 @@ using kernels::Backward;
 using kernels::Coefs;
 using kernels::Forward;
 
-at::Tensor forward_cuda(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
-                        const c10::Scalar& input_scale) {
-  const Params p = check_forward(self, alpha, scale, input_scale);
-  c10::cuda::CUDAGuard guard(self.device());
-  at::Tensor out = at::empty_like(self, c10::MemoryFormat::Preserve);
-  if (out.numel() == 0) return out;
+void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self, const c10::Scalar&, const c10::Scalar&,
+                  const c10::Scalar&) {
   auto iter = at::TensorIteratorConfig().resize_outputs(false).add_output(out).add_const_input(self).build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "elu_cuda", [&] {
-    cuda::launch_elementwise<1, scalar_t>(iter, Forward<scalar_t>{Coefs<scalar_t>(p)});
+    cuda::launch_elementwise<1, scalar_t>(iter, Forward<scalar_t>{Coefs<scalar_t>(p.params)});
   });
-  return out;
 }
 
-// grad_input: defined, grad_output's shape and dtype, no internal overlap,
-// and not partially overlapping either input.
-void backward_into(const at::Tensor& grad_output, const Params& p, bool is_result, const at::Tensor& self_or_result,
-                   at::Tensor& grad_input) {
-  if (grad_input.numel() == 0) return;
+// grad_input: grad_output's shape and dtype, no internal overlap, and not
+// partially overlapping either input. A 0-dim CPU input is read from a copy
+// on the device.
+void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output_, const c10::Scalar&,
+                   const c10::Scalar&, const c10::Scalar&, bool is_result, const at::Tensor& self_or_result_) {
+  const at::Tensor grad_output = on_device(grad_output_, grad_input.device());
+  const at::Tensor self_or_result = on_device(self_or_result_, grad_input.device());
   auto iter = at::TensorIteratorConfig()
                   .resize_outputs(false)
                   .add_output(grad_input)
@@ -57,45 +53,18 @@ void backward_into(const at::Tensor& grad_output, const Params& p, bool is_resul
                   .build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "elu_backward_cuda", [&] {
     if (is_result) {
-      cuda::launch_elementwise<2, scalar_t>(iter, Backward<scalar_t, true>{Coefs<scalar_t>(p)});
+      cuda::launch_elementwise<2, scalar_t>(iter, Backward<scalar_t, true>{Coefs<scalar_t>(p.params)});
     } else {
-      cuda::launch_elementwise<2, scalar_t>(iter, Backward<scalar_t, false>{Coefs<scalar_t>(p)});
+      cuda::launch_elementwise<2, scalar_t>(iter, Backward<scalar_t, false>{Coefs<scalar_t>(p.params)});
     }
   });
-}
-
-at::Tensor backward_cuda(const at::Tensor& grad_output_, const c10::Scalar& alpha, const c10::Scalar& scale,
-                         const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result_) {
-  const Params p = check_backward(grad_output_, alpha, scale, input_scale, is_result, self_or_result_);
-  c10::cuda::CUDAGuard guard(p.device);
-  const at::Tensor grad_output = on_device(grad_output_, p.device);
-  const at::Tensor self_or_result = on_device(self_or_result_, p.device);
-  at::Tensor grad_input = at::empty_like(grad_output, c10::MemoryFormat::Preserve);
-  backward_into(grad_output, p, is_result, self_or_result, grad_input);
-  return grad_input;
-}
-
-void backward_out_cuda(const at::Tensor& grad_output_, const c10::Scalar& alpha, const c10::Scalar& scale,
-                       const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result_,
-                       at::Tensor& grad_input) {
-  const Params p = check_backward(grad_output_, alpha, scale, input_scale, is_result, self_or_result_, grad_input);
-  at::assert_no_internal_overlap(grad_input);
-  if (grad_input.numel() == 0) return;
-  c10::cuda::CUDAGuard guard(p.device);
-  const at::Tensor grad_output = on_device(grad_output_, p.device);
-  const at::Tensor self_or_result = on_device(self_or_result_, p.device);
-  write_out(
-      grad_input, backward_writes_in_place(grad_input, grad_output, self_or_result),
-      [&] { return at::empty_like(grad_output, c10::MemoryFormat::Preserve); },
-      [&](at::Tensor& dst) { backward_into(grad_output, p, is_result, self_or_result, dst); });
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_aclnn, CUDA, m) {
-  m.impl("elu", forward_cuda);
-  m.impl("elu_backward", backward_cuda);
-  m.impl("elu_backward.grad_input", backward_out_cuda);
+  entry::impl<cuda::Backend, check_forward, forward_into>(m, "elu");
+  entry::impl<cuda::Backend, check_backward, backward_into>(m, "elu_backward");
 }
 
 }  // namespace torch_aclnn::elu

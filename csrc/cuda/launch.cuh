@@ -8,6 +8,8 @@
 // C10_CUDA_KERNEL_LAUNCH_CHECK().
 #pragma once
 
+#include "common/entry.h"
+
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -32,5 +34,14 @@ inline unsigned int blocks_for(int64_t n, int threads = kThreads) {
   for (index_t p = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x,                      \
                p##_step = static_cast<index_t>(blockDim.x) * gridDim.x;                               \
        p < (total); p += p##_step)
+
+// The CUDA backend of the generic entries (common/entry.h): results through
+// the dispatcher (the caching allocator), kernels under a guard for the
+// call's device.
+struct Backend {
+  static constexpr bool kComputes = true;
+  using Guard = c10::cuda::CUDAGuard;
+  static at::Tensor empty(const Result& r) { return entry::empty(r); }
+};
 
 }  // namespace torch_aclnn::cuda

@@ -31,7 +31,6 @@
 // During CUDA graph capture a synchronising read-back is not allowed, so the
 // flag is not read there: out-of-range indices still read and write
 // nothing, but raise no error.
-#include "common/out.h"
 #include "cuda/launch.cuh"
 #include "cuda/max_unpool.cuh"
 
@@ -145,16 +144,10 @@ at::Tensor new_flag(const at::Tensor& like, cudaStream_t stream) {
   return flag;
 }
 
-at::Tensor forward_cuda(const at::Tensor& self_, const at::Tensor& indices_, c10::SymIntArrayRef output_size_,
-                        at::IntArrayRef stride, at::IntArrayRef padding) {
-  check_forward(self_, indices_, output_size_, stride, padding);
+void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const at::Tensor& indices_,
+                  c10::SymIntArrayRef output_size_, at::IntArrayRef, at::IntArrayRef) {
   const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
-  const MemoryFormat fmt = result_format(self_);
-  c10::cuda::CUDAGuard guard(self_.device());
-  std::vector<int64_t> shape(self_.sizes().begin(), self_.sizes().end() - 3);
-  shape.insert(shape.end(), output_size.begin(), output_size.end());
-  at::Tensor out = at::empty(shape, self_.options().memory_format(fmt));
-  if (out.numel() == 0) return out;
+  const MemoryFormat fmt = p.result.format;
   const at::Tensor self = flattenable(self_, fmt);
   const at::Tensor indices = flattenable(indices_, fmt);
   const Geometry g = geometry(self, output_size);
@@ -199,16 +192,15 @@ at::Tensor forward_cuda(const at::Tensor& self_, const at::Tensor& indices_, c10
     }
   });
   check_flag(kForward, flag, g, indices, output_size, stream);
-  return out;
 }
 
-// grad_input is dense in `fmt` and shares no memory with grad_output or
-// indices.
-void backward_into(const at::Tensor& grad_output_, const at::Tensor& self, const at::Tensor& indices_,
-                   at::IntArrayRef output_size, at::Tensor& grad_input, MemoryFormat fmt) {
-  if (grad_input.numel() == 0) return;
+// grad_input is dense in the result's layout (contiguous for out=) and shares
+// no memory with grad_output or indices.
+void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output_, const at::Tensor& self,
+                   const at::Tensor& indices_, c10::SymIntArrayRef output_size_, at::IntArrayRef, at::IntArrayRef) {
+  const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
+  const MemoryFormat fmt = p.result.format;
   TORCH_INTERNAL_ASSERT(grad_input.is_contiguous(fmt));
-  c10::cuda::CUDAGuard guard(grad_input.device());
   const at::Tensor grad_output = flattenable(grad_output_, fmt);
   const at::Tensor indices = flattenable(indices_, fmt);
   const Geometry g = geometry(self, output_size);
@@ -233,36 +225,11 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self, const
   check_flag(kBackward, flag, g, indices, output_size, stream);
 }
 
-at::Tensor backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
-                         c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding) {
-  check_backward(grad_output, self, indices, output_size, stride, padding);
-  const MemoryFormat fmt = result_format(indices);
-  c10::cuda::CUDAGuard guard(grad_output.device());
-  at::Tensor grad_input = at::empty(self.sizes(), grad_output.options().memory_format(fmt));
-  backward_into(grad_output, self, indices, C10_AS_INTARRAYREF_SLOW(output_size), grad_input, fmt);
-  return grad_input;
-}
-
-void backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices,
-                       c10::SymIntArrayRef output_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                       at::Tensor& grad_input) {
-  check_backward(grad_output, self, indices, output_size, stride, padding, grad_input);
-  const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
-  c10::cuda::CUDAGuard guard(grad_output.device());
-  // grad_input is contiguous (row 1): write straight into it unless it shares
-  // memory with what the kernel reads.
-  write_out(
-      grad_input, shares_no_memory(grad_input, {&grad_output, &indices}),
-      [&] { return at::empty(self.sizes(), grad_output.options()); },
-      [&](at::Tensor& dst) { backward_into(grad_output, self, indices, out_size, dst, MemoryFormat::Contiguous); });
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_aclnn, CUDA, m) {
-  m.impl("max_unpool3d", forward_cuda);
-  m.impl("max_unpool3d_backward", backward_cuda);
-  m.impl("max_unpool3d_backward.grad_input", backward_out_cuda);
+  entry::impl<cuda::Backend, check_forward, forward_into>(m, "max_unpool3d");
+  entry::impl<cuda::Backend, check_backward, backward_into>(m, "max_unpool3d_backward");
 }
 
 }  // namespace torch_aclnn::max_unpool

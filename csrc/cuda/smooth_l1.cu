@@ -22,7 +22,6 @@
 // grid or timing, so repeated runs give the same bits. (It is not the CPU
 // kernels' order: CPU and CUDA may differ in the last bits of a float64
 // reduction; float32/half/bfloat16 results round a float64 sum once.)
-#include "common/out.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/smooth_l1.cuh"
 
@@ -129,13 +128,14 @@ OffsetCalculator<2, index_t> strided_offsets(const at::TensorIterator& iter) {
   return OffsetCalculator<2, index_t>(iter.ndim(), iter.shape().data(), strides.data());
 }
 
-at::Tensor loss_reduced(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
+// out: 0-dim, self's dtype.
+void loss_reduced(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta, at::Tensor& out) {
   auto iter = at::TensorIteratorConfig().add_const_input(self).add_const_input(target).build();
-  at::Tensor out = at::empty({}, self.options());
   if (iter.numel() == 0) {
     // 'mean' of no elements is 0 / 0 = NaN, 'sum' is 0, as in torch. (No
     // launch: an OffsetCalculator over a size-0 dimension is not valid.)
-    return out.fill_(reduction == kMean ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+    out.fill_(reduction == kMean ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+    return;
   }
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "smooth_l1_loss_cuda", [&] {
     const bool dense = iter.numel() > 0 && iter.ndim() == 1 && iter.strides(0)[0] == sizeof(scalar_t) &&
@@ -152,7 +152,6 @@ at::Tensor loss_reduced(const at::Tensor& self, const at::Tensor& target, int64_
       launch_sum<scalar_t, uint64_t>(iter, strided_offsets<uint64_t>(iter), beta, reduction, out);
     }
   });
-  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -165,25 +164,21 @@ at::Tensor prepare(const at::Tensor& t, at::ScalarType dtype, const c10::Device&
   return d.scalar_type() == dtype ? d : d.to(dtype);
 }
 
-at::Tensor forward_cuda(const at::Tensor& self_, const at::Tensor& target_, int64_t reduction, double beta) {
-  const Plan p = check_forward(self_, target_, reduction, beta);
-  c10::cuda::CUDAGuard guard(p.device);
-  const at::Tensor self = prepare(self_, p.dtype, p.device);
-  const at::Tensor target = prepare(target_, p.dtype, p.device);
-  if (reduction != kNone) return loss_reduced(self, target, reduction, beta);
-  at::Tensor out = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options());
-  if (out.numel() == 0) return out;
+void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const at::Tensor& target_,
+                  int64_t reduction, double beta) {
+  const at::Tensor self = prepare(self_, p.result.dtype, p.result.device);
+  const at::Tensor target = prepare(target_, p.result.dtype, p.result.device);
+  if (reduction != kNone) return loss_reduced(self, target, reduction, beta, out);
   auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(self).add_const_input(target).build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "smooth_l1_loss_cuda", [&] {
     using T = at::opmath_type<scalar_t>;
     cuda::launch_elementwise<2, scalar_t>(iter, LossNone<scalar_t>{Loss<T>(beta)});
   });
-  return out;
 }
 
-void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, const at::Tensor& target_,
-                   int64_t reduction, double beta, at::ScalarType dtype, at::Tensor& grad_input) {
-  if (grad_input.numel() == 0) return;
+void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output_, const at::Tensor& self_,
+                   const at::Tensor& target_, int64_t reduction, double beta) {
+  const at::ScalarType dtype = p.result.dtype;
   const c10::Device device = grad_input.device();
   const at::Tensor grad_output = prepare(grad_output_, dtype, device);
   const at::Tensor self = prepare(self_, dtype, device);
@@ -204,34 +199,11 @@ void backward_into(const at::Tensor& grad_output_, const at::Tensor& self_, cons
   });
 }
 
-at::Tensor backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
-                         int64_t reduction, double beta) {
-  const Plan p = check_backward(grad_output, self, target, reduction, beta);
-  c10::cuda::CUDAGuard guard(p.device);
-  at::Tensor grad_input = at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), self.options().device(p.device).dtype(p.dtype));
-  backward_into(grad_output, self, target, reduction, beta, p.dtype, grad_input);
-  return grad_input;
-}
-
-void backward_out_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
-                       int64_t reduction, double beta, at::Tensor& grad_input) {
-  const Plan p = check_backward(grad_output, self, target, reduction, beta, grad_input);
-  at::assert_no_internal_overlap(grad_input);
-  c10::cuda::CUDAGuard guard(grad_input.device());
-  // Write straight into grad_input (any strides) unless it shares memory with
-  // an input; then compute into a temporary and copy.
-  write_out(
-      grad_input, shares_no_memory(grad_input, {&grad_output, &self, &target}),
-      [&] { return at::empty(C10_AS_INTARRAYREF_SLOW(p.shape), grad_input.options()); },
-      [&](at::Tensor& dst) { backward_into(grad_output, self, target, reduction, beta, p.dtype, dst); });
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_aclnn, CUDA, m) {
-  m.impl("smooth_l1_loss", forward_cuda);
-  m.impl("smooth_l1_loss_backward", backward_cuda);
-  m.impl("smooth_l1_loss_backward.grad_input", backward_out_cuda);
+  entry::impl<cuda::Backend, check_forward, forward_into>(m, "smooth_l1_loss");
+  entry::impl<cuda::Backend, check_backward, backward_into>(m, "smooth_l1_loss_backward");
 }
 
 }  // namespace torch_aclnn::smooth_l1

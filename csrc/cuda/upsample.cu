@@ -42,12 +42,10 @@
 //
 // Indexing: 32-bit (with fast division by invariant integers) when every
 // offset fits, 64-bit otherwise (aten's CUDA upsample is capped at 2^31).
-#include "common/out.h"
 #include "cuda/upsample.cuh"
 #include "cuda/launch.cuh"
 
 #include <ATen/Dispatch.h>
-#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
@@ -74,17 +72,11 @@ forward_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out, inde
 }
 
 template <Mode mode>
-at::Tensor forward_cuda(const at::Tensor& self, c10::SymIntArrayRef output_size_, Scale sd, Scale sh, Scale sw) {
+void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self, c10::SymIntArrayRef output_size, Scale sd,
+                  Scale sh, Scale sw) {
   const Scale scales[3] = {sd, sh, sw};
-  check_forward(mode, self, output_size_, scales);
-  const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
-  const MemoryFormat fmt = result_format(self);
-  c10::cuda::CUDAGuard guard(self.device());
-  at::Tensor out = at::empty({self.size(0), self.size(1), output_size[0], output_size[1], output_size[2]},
-                             self.options().memory_format(fmt));
-  if (out.numel() == 0) return out;
-  const Axes a = make_axes(self.sizes(), output_size, scales);
-  const bool cl = fmt == MemoryFormat::ChannelsLast3d;
+  const Axes a = make_axes(self.sizes(), C10_AS_INTARRAYREF_SLOW(output_size), scales);
+  const bool cl = p.result.format == MemoryFormat::ChannelsLast3d;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "upsample_nearest3d_cuda", [&] {
     cuda::with_index_type(cuda::fits_32bit({&self, &out}), [&](auto index_tag) {
@@ -96,7 +88,6 @@ at::Tensor forward_cuda(const at::Tensor& self, c10::SymIntArrayRef output_size_
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
-  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -130,14 +121,15 @@ backward_packed_kernel(const scalar_t* __restrict__ go, scalar_t* __restrict__ g
   }
 }
 
-// grad_input is dense in `fmt` and shares no memory with grad_output.
+// grad_input is dense in the result's layout or the other 5-D one and shares
+// no memory with grad_output.
 template <Mode mode>
-void backward_into(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
-                   const Scale (&scales)[3], at::Tensor& grad_input, MemoryFormat fmt) {
-  if (grad_input.numel() == 0) return;
-  c10::cuda::CUDAGuard guard(grad_input.device());
+void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output,
+                   c10::SymIntArrayRef output_size, c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw) {
+  const Scale scales[3] = {sd, sh, sw};
+  const MemoryFormat fmt = dense_format_5d(grad_input, p.result.format);
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  const Axes a = make_axes(input_size, output_size, scales);
+  const Axes a = make_axes(C10_AS_INTARRAYREF_SLOW(input_size), C10_AS_INTARRAYREF_SLOW(output_size), scales);
   const bool cl = fmt == MemoryFormat::ChannelsLast3d;
   const int64_t packed = AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
                                                          "upsample_nearest3d_backward_cuda", [&] {
@@ -181,51 +173,15 @@ void backward_into(const at::Tensor& grad_output, at::IntArrayRef output_size, a
   });
 }
 
-template <Mode mode>
-at::Tensor backward_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
-                         c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw) {
-  const Scale scales[3] = {sd, sh, sw};
-  check_backward(mode, grad_output, output_size, input_size, scales);
-  const MemoryFormat fmt = result_format(grad_output);
-  const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
-  c10::cuda::CUDAGuard guard(grad_output.device());
-  at::Tensor grad_input = at::empty(in_size, grad_output.options().memory_format(fmt));
-  backward_into<mode>(grad_output, C10_AS_INTARRAYREF_SLOW(output_size), in_size, scales, grad_input, fmt);
-  return grad_input;
-}
-
-template <Mode mode>
-void backward_out_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
-                       c10::SymIntArrayRef input_size, Scale sd, Scale sh, Scale sw,
-                       at::Tensor& grad_input) {
-  const Scale scales[3] = {sd, sh, sw};
-  check_backward(mode, grad_output, output_size, input_size, scales, grad_input);
-  at::assert_no_internal_overlap(grad_input);
-  const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
-  const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
-  // Write straight into grad_input when it is dense in a layout the kernels
-  // produce and shares no memory with grad_output; otherwise go through a
-  // temporary. (grad_output is read through its strides either way.)
-  const MemoryFormat preferred = result_format(grad_output);
-  const bool direct = grad_input.is_contiguous(dense_format_5d(grad_input, preferred)) &&
-                      shares_no_memory(grad_input, {&grad_output});
-  c10::cuda::CUDAGuard guard(grad_output.device());
-  write_out(
-      grad_input, direct, [&] { return at::empty(in_size, grad_output.options().memory_format(preferred)); },
-      [&](at::Tensor& dst) {
-        backward_into<mode>(grad_output, out_size, in_size, scales, dst, dense_format_5d(dst, preferred));
-      });
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_aclnn, CUDA, m) {
-  m.impl("upsample_nearest3d", forward_cuda<Mode::Nearest>);
-  m.impl("upsample_nearest3d_backward", backward_cuda<Mode::Nearest>);
-  m.impl("upsample_nearest3d_backward.grad_input", backward_out_cuda<Mode::Nearest>);
-  m.impl("upsample_nearest_exact3d", forward_cuda<Mode::NearestExact>);
-  m.impl("upsample_nearest_exact3d_backward", backward_cuda<Mode::NearestExact>);
-  m.impl("upsample_nearest_exact3d_backward.grad_input", backward_out_cuda<Mode::NearestExact>);
+  using B = cuda::Backend;
+  constexpr Mode N = Mode::Nearest, E = Mode::NearestExact;
+  entry::impl<B, check_forward<N>, forward_into<N>>(m, "upsample_nearest3d");
+  entry::impl<B, check_backward<N>, backward_into<N>>(m, "upsample_nearest3d_backward");
+  entry::impl<B, check_forward<E>, forward_into<E>>(m, "upsample_nearest_exact3d");
+  entry::impl<B, check_backward<E>, backward_into<E>>(m, "upsample_nearest_exact3d_backward");
 }
 
 }  // namespace torch_aclnn::upsample
