@@ -149,7 +149,7 @@ C10_ALWAYS_INLINE void apply_block(const Op& op, scalar_t* out, int64_t n, bool 
   const bool full = n == V::size();
   auto load = [&](const scalar_t* p) { return full ? V::loadu(p) : V::loadu(p, n); };
   V r;
-  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
     auto widen = [&](const scalar_t* p) { return at::vec::convert_to_float<scalar_t>(load(p)); };
     auto lanes = std::make_tuple(widen(in)...);
     auto lo = std::apply([&](auto&... t) { return op(std::get<0>(t)...); }, lanes);
@@ -170,7 +170,7 @@ C10_ALWAYS_INLINE void apply_block(const Op& op, scalar_t* out, int64_t n, bool 
 // (half/bfloat16: two, widened), and back (rounded once).
 template <typename scalar_t>
 C10_ALWAYS_INLINE auto float_vectors(const scalar_t* p) {
-  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
     const auto [lo, hi] = at::vec::convert_to_float<scalar_t>(Vectorized<scalar_t>::loadu(p));
     return std::array<Vectorized<float>, 2>{lo, hi};
   } else {
@@ -180,7 +180,7 @@ C10_ALWAYS_INLINE auto float_vectors(const scalar_t* p) {
 
 template <typename scalar_t, size_t m>
 C10_ALWAYS_INLINE void store_float_vectors(scalar_t* p, const std::array<Vectorized<float>, m>& v, bool stream) {
-  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
     store_vector(at::vec::convert_from_float<scalar_t>(v[0], v[1]), p, stream);
   } else {
     store_vector(v[0], p, stream);
@@ -345,7 +345,7 @@ bool run_dense(at::Tensor& out, const Op& op, const In&... in) {
   // by their exps, and streaming their stores measured slower (bfloat16
   // elu_backward out=, 32M elements, 2 threads: 9.4-10.1 -> 10.7-10.8 ms;
   // float32: 14.1-19.2 -> 10.9-13.4 ms, aten 12.5-17 in those runs).
-  constexpr bool kStreamable = !(compacts<Op>() && c10::is_reduced_floating_point_v<scalar_t>);
+  constexpr bool kStreamable = !(compacts<Op>() && at::vec::is_reduced_floating_point_v<scalar_t>);
   const bool stream = kStreamable && stream_stores(out.numel() * static_cast<int64_t>(sizeof(scalar_t)) *
                                                    static_cast<int64_t>(1 + sizeof...(In)));
   at::parallel_for(0, out.numel(), kGrainSize, [&](int64_t b, int64_t e) {

@@ -41,7 +41,7 @@ inline void widen_row(const scalar_t* __restrict src, float* __restrict dst, int
 template <typename scalar_t>
 C10_ALWAYS_INLINE auto widen(const scalar_t* p) {
   using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
-  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
     aVec v;
     at::vec::load_to_float(p, v);
     return v;
@@ -55,7 +55,7 @@ C10_ALWAYS_INLINE auto widen(const scalar_t* p) {
 template <typename scalar_t>
 C10_ALWAYS_INLINE auto load_pair(const scalar_t* p) {
   using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
-  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
     static_assert(at::vec::Vectorized<scalar_t>::size() == 2 * aVec::size());
     return at::vec::convert_to_float<scalar_t>(at::vec::Vectorized<scalar_t>::loadu(p));
   } else {
@@ -66,7 +66,7 @@ C10_ALWAYS_INLINE auto load_pair(const scalar_t* p) {
 // With `stream`, non-temporal stores (p 64-byte aligned; cpu::store_vector).
 template <typename scalar_t, typename aVec>
 C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi, bool stream = false) {
-  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
     cpu::store_vector(at::vec::convert_from_float<scalar_t>(lo, hi), p, stream);
   } else {
     cpu::store_vector(lo, p, stream);
@@ -81,7 +81,7 @@ template <typename scalar_t>
 C10_ALWAYS_INLINE auto load_pair(const scalar_t* p, int64_t n) {
   using aVec = at::vec::Vectorized<at::opmath_type<scalar_t>>;
   constexpr int64_t K = aVec::size();
-  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
     return at::vec::convert_to_float<scalar_t>(at::vec::Vectorized<scalar_t>::loadu(p, n));
   } else {
     return std::make_tuple(aVec::loadu(p, std::min(n, K)), aVec::loadu(p + K, std::max<int64_t>(n - K, 0)));
@@ -91,7 +91,7 @@ C10_ALWAYS_INLINE auto load_pair(const scalar_t* p, int64_t n) {
 template <typename scalar_t, typename aVec>
 C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi, int64_t n) {
   constexpr int64_t K = aVec::size();
-  if constexpr (c10::is_reduced_floating_point_v<scalar_t>) {
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
     at::vec::convert_from_float<scalar_t>(lo, hi).store(p, static_cast<int>(n));
   } else {
     lo.store(p, static_cast<int>(std::min(n, K)));
