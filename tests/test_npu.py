@@ -591,6 +591,52 @@ def test_autoload_disabled_defers_the_import(tmp_path):
         "REASON import torch_npu failed: ImportError" in r.stdout, r.stdout
 
 
+# As the real torch_npu 2.14.0 is without CANN (checked for real by
+# tests/compat/test_npu_import.py): registered for torch's device-backend
+# autoload, it switches the autoload off, imports torch, then fails.
+_AUTOLOADED = """
+import os
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+import torch
+raise ImportError("libhccl.so: cannot open shared object file: No such file or directory")
+"""
+
+
+def test_autoloaded_torch_npu_without_cann(tmp_path):
+    """A plain `import torch` fails (torch's autoload turns torch_npu's
+    ImportError into RuntimeError); `import torch_aclnn` imports torch_npu
+    first, so torch imports, the reason is kept, and the autoload switch that
+    torch_npu left at "0" is put back."""
+    (tmp_path / "torch_npu").mkdir()
+    (tmp_path / "torch_npu" / "__init__.py").write_text(_AUTOLOADED)
+    dist = tmp_path / "torch_npu-2.14.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch_npu\nVersion: 2.14.0\n")
+    (dist / "entry_points.txt").write_text("[torch.backends]\ntorch_npu = torch_npu:_autoload\n")
+    on = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}
+    r = _run_python("import torch", on, tmp_path)
+    assert r.returncode != 0 and "Failed to load the backend extension: torch_npu" in r.stderr, r.stderr
+    r = _run_python("""
+        import os, warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import torch_aclnn
+        import torch
+        print("REASON", torch_aclnn.npu.unavailable_reason())
+        print("WARNED", any("torch_npu is installed but unusable" in str(w.message) for w in caught))
+        print("AUTOLOAD", os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD"))
+        x = torch.randn(2, 3)
+        print("CPU", torch.allclose(torch_aclnn.elu(x), torch.nn.functional.elu(x)))
+    """, on, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "REASON import torch_npu failed: ImportError: libhccl.so: cannot open shared object file" in r.stdout
+    assert "WARNED True" in r.stdout and "AUTOLOAD 1" in r.stdout and "CPU True" in r.stdout, r.stdout
+    r = _run_python("import sys; from torch_aclnn.__main__ import main; sys.exit(main(['info']))", on, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"torch_npu +2\.14\.0", r.stdout), r.stdout
+    assert re.search(r"Ascend NPU available +False \(import torch_npu failed: ImportError: libhccl\.so", r.stdout)
+
+
 def test_check_report_refuses_an_unavailable_npu():
     from torch_aclnn import __main__ as cli
     if npu.is_available():

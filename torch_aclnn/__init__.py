@@ -11,7 +11,12 @@ with their exact signatures; ``torch_aclnn.nn`` the matching modules;
 calls of unmodified code. Each computes a call with torch_aclnn when it lies
 inside the operator's contract, and hands any other call to torch.
 """
-from . import _loader
+# torch_npu, where it is installed, before torch (see _npu_import.py).
+from . import _npu_import
+
+_npu_import.import_before_torch()
+
+from . import _loader  # noqa: E402
 
 _loader.load()
 

@@ -1,76 +1,49 @@
-"""Finding torch_npu, defensively.
+"""Finding torch_npu, defensively: the NPU path's view of
+torch_aclnn/_npu_import.py, which imports torch_npu (guarded, once) and says
+why that failed.
 
-torch_npu is optional (``pip install torch_aclnn[npu]``). Importing it can
-fail in many ways that must never break ``import torch_aclnn``: it is not
-installed (ImportError), CANN's shared libraries are missing or of another
-version (OSError, ImportError), or an old torch_npu refuses the installed
-torch by calling ``sys.exit`` (SystemExit). Any of these leaves the NPU path
-unavailable, with the reason recorded for ``torch_aclnn.npu.unavailable_reason()``.
-
-When it is imported: torch itself imports torch_npu at ``import torch``
-when TORCH_DEVICE_BACKEND_AUTOLOAD is not "0" (torch >= 2.5 device-backend
-autoload). Otherwise torch_aclnn imports it once, at ``import torch_aclnn``
-if it is installed and autoload is not disabled, else on the first
-``is_available()`` call.
+When it is imported: where TORCH_DEVICE_BACKEND_AUTOLOAD is not "0" and
+torch_npu is installed, at ``import torch_aclnn`` (before torch, where torch
+is not imported yet; else torch's own autoload has already imported it);
+otherwise on the first ``is_available()`` call.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import os
-import sys
 import warnings
 from typing import Optional
 
 import torch
 
-_tried = False
-_module = None
-_reason: Optional[str] = "torch_npu has not been looked for yet"
+from .. import _npu_import
 
-
-def _installed() -> bool:
-    if sys.modules.get("torch_npu") is not None:
-        return True
-    try:
-        return importlib.util.find_spec("torch_npu") is not None
-    except (Exception, SystemExit):  # a broken entry in sys.modules or on sys.path
-        return True  # let the import itself report what is wrong
+_reason: Optional[str] = None  # why an imported torch_npu is unusable (no device, ...)
 
 
 def autoload_disabled() -> bool:
-    return os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") == "0"
+    return _npu_import.autoload_disabled()
 
 
 def torch_npu():
     """The torch_npu module, or None when it cannot be imported (imports it
     once; never raises)."""
-    global _tried, _module, _reason
-    if _tried:
-        return _module
-    _tried = True
-    try:
-        _module = importlib.import_module("torch_npu")
-        _reason = None
-    except (Exception, SystemExit) as e:  # ImportError, OSError, RuntimeError, sys.exit() ...
-        _module = None
-        _reason = f"import torch_npu failed: {type(e).__name__}: {e}"
-    return _module
+    return _npu_import.import_torch_npu()
 
 
 def load_at_import() -> None:
     """Called by ``import torch_aclnn``: import torch_npu now when it is
     installed and autoload is not disabled, warning (once) if that fails."""
-    if autoload_disabled() or not _installed():
+    if autoload_disabled() or not _npu_import.installed():
         return
     if torch_npu() is None:
-        warnings.warn(f"torch_aclnn: torch_npu is installed but unusable ({_reason}); the NPU path is disabled. "
-                      "Set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to skip importing it.", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"torch_aclnn: torch_npu is installed but unusable ({_npu_import.reason}); the NPU path is "
+                      "disabled. Set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to skip importing it.", RuntimeWarning,
+                      stacklevel=3)
 
 
 def is_available() -> bool:
     """Whether torch_npu imports and sees at least one NPU. Never raises."""
     global _reason
+    _reason = None
     if torch_npu() is None:
         return False
     try:
@@ -81,10 +54,11 @@ def is_available() -> bool:
     except (Exception, SystemExit) as e:
         _reason = f"torch.npu.is_available() failed: {type(e).__name__}: {e}"
         return False
-    _reason = None
     return True
 
 
 def unavailable_reason() -> Optional[str]:
     """Why the NPU path is unavailable (None when it is available)."""
-    return None if is_available() else _reason
+    if is_available():
+        return None
+    return _reason or _npu_import.reason
