@@ -13,8 +13,13 @@ BENCH_ARGS ?=
 # runs) and its own build dir (build-cuda/).
 CUDA_VENV  ?= $(CURDIR)/.venv-cuda
 CUDA_TORCH ?= torch==2.14.1
+# make compat: the oldest supported torch and the newest release, each in its
+# own venv under $(COMPAT_DIR) (kept between runs); see .ci/compat and
+# docs/compat.md.
+COMPAT_DIR   ?= $(CURDIR)/.venv-compat
+COMPAT_TORCH ?= 2.7.1 2.15.0
 
-.PHONY: all venv build build-cuda test test-fast fuzz asan check bench clean
+.PHONY: all venv build build-cuda test test-fast fuzz asan check bench compat npu-import-check clean
 
 all: test
 
@@ -82,6 +87,21 @@ check: build
 bench: build
 	$(PIP) install -q matplotlib
 	$(VPY) -m torch_aclnn bench $(BENCH_ARGS)
+
+# For each of $(COMPAT_TORCH), on the committed HEAD: a wheel built from the
+# sdist of a clean clone, installed into a fresh venv (torch and numpy only)
+# passes `check --quick`; the core suite passes against it; and a build for
+# another torch (the other versions', npu-import-check's 2.14.0) fails at
+# import with both versions named. Not part of make test (minutes of build
+# per version).
+compat: npu-import-check
+	COMPAT_DIR="$(COMPAT_DIR)" PY="$(PY)" .ci/compat $(COMPAT_TORCH)
+
+# The real torch_npu 2.14.0 (no CANN here) beside a build against torch
+# 2.14.0: import, info and the CPU operators with the device-backend autoload
+# on and off (tests/compat/test_npu_import.py; fails if torch_npu is missing).
+npu-import-check:
+	COMPAT_DIR="$(COMPAT_DIR)" PY="$(PY)" .ci/compat --npu
 
 clean:
 	rm -rf build build-cuda *.egg-info torch_aclnn/*.so
