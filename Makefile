@@ -17,7 +17,7 @@ CUDA_TORCH ?= torch==2.14.1
 # own venv under $(COMPAT_DIR) (kept between runs); see .ci/compat and
 # docs/compat.md.
 COMPAT_DIR   ?= $(CURDIR)/.venv-compat
-COMPAT_TORCH ?= 2.7.1 2.15.0
+COMPAT_TORCH ?= 2.8.0 2.15.0
 
 .PHONY: all venv build build-cuda test test-fast fuzz asan check bench compat npu-import-check clean
 
