@@ -26,10 +26,11 @@ def _grad_inputs(info, sample):
 
 
 def _call_with(info, sample, tensors):
-    """info.op(sample) with its differentiable args replaced by `tensors`."""
-    args = list(sample.args)
-    for i, t in zip(info.grad_argnums, tensors):
-        args[i] = t
+    """info.op(sample) with its differentiable args replaced by `tensors`
+    (without list item assignment: torch 2.8's dynamo cannot trace that one
+    with dynamic=True, where the index is symbolic)."""
+    replaced = dict(zip(info.grad_argnums, tensors))
+    args = [replaced[i] if i in replaced else a for i, a in enumerate(sample.args)]
     return info.op(*args, **sample.kwargs)
 
 
