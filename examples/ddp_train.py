@@ -81,13 +81,12 @@ def main(argv=None) -> int:
 
     if args.patch:
         torch_aclnn.patch()
+    how = describe(args)
+    if rank == 0:
+        print(f"DDP (gloo) x {world} processes, UNet3d on {how}; global batch {args.batch} "
+              f"({local} per process), {args.steps} steps")
+    losses, start = [], time.monotonic()
     try:
-        if rank == 0:
-            how = describe(args)
-            print(f"DDP (gloo) x {world} processes, UNet3d on {how}; global batch {args.batch} "
-                  f"({local} per process), {args.steps} steps")
-        losses = []
-        start = time.monotonic()
         for step in range(args.steps):
             noisy, clean = make_batch(step, args.batch, args.size, args.seed)  # the same on every rank
             optim.zero_grad(set_to_none=True)

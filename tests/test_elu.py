@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 import torch_aclnn as ta
 from torch_aclnn.testing import FLOATING, make_layout
+from torch_aclnn.testing.core import assert_same_step
 from torch_aclnn.testing.elu import SELU, ulp_distance, ulp_table
 
 ops = torch.ops.torch_aclnn
@@ -413,13 +414,10 @@ def test_compiled_training_step():
     compiled = torch.compile(loss_fn, fullgraph=True, dynamic=True, backend="aot_eager")
     for batch, alpha in ((5, 0.7), (9, 1.3)):
         x = torch.randn(batch, 8)
-        le, lc = loss_fn(eager_model, x, alpha), compiled(compiled_model, x, alpha)
-        le.backward()
-        lc.backward()
-        torch.testing.assert_close(lc, le)
-        for pe, pc in zip(eager_model.parameters(), compiled_model.parameters()):
-            torch.testing.assert_close(pc.grad, pe.grad)
-            pe.grad = pc.grad = None
+        assert_same_step(loss_fn(eager_model, x, alpha), compiled(compiled_model, x, alpha), eager_model,
+                         compiled_model)
+        eager_model.zero_grad(set_to_none=True)
+        compiled_model.zero_grad(set_to_none=True)
 
 
 def test_compiled_double_backward():

@@ -46,27 +46,25 @@ def _samples(name, requires_grad=True):
 # gradcheck / gradgradcheck: forward and reverse mode against finite differences
 
 
-@pytest.mark.parametrize("name", FLOAT_OPS)
-def test_gradcheck_forward_and_backward_ad(name):
+def _check_samples(name, check):
     n = 0
     for info, s, inputs in _samples(name):
-        fn = lambda *ts: _call_with(info.op, info, s, ts)  # noqa: E731
-        assert torch.autograd.gradcheck(fn, inputs, check_forward_ad=True, check_backward_ad=True,
-                                        check_batched_grad=True, check_batched_forward_grad=True,
-                                        fast_mode=True), s
+        assert check(lambda *ts: _call_with(info.op, info, s, ts), inputs), s
         n += 1
     assert n > 0
+
+
+@pytest.mark.parametrize("name", FLOAT_OPS)
+def test_gradcheck_forward_and_backward_ad(name):
+    _check_samples(name, lambda fn, inputs: torch.autograd.gradcheck(
+        fn, inputs, check_forward_ad=True, check_backward_ad=True, check_batched_grad=True,
+        check_batched_forward_grad=True, fast_mode=True))
 
 
 @pytest.mark.parametrize("name", FLOAT_OPS)
 def test_gradgradcheck_forward_over_reverse(name):
-    n = 0
-    for info, s, inputs in _samples(name):
-        fn = lambda *ts: _call_with(info.op, info, s, ts)  # noqa: E731
-        assert torch.autograd.gradgradcheck(fn, inputs, check_fwd_over_rev=True, check_rev_over_rev=True,
-                                            fast_mode=True), s
-        n += 1
-    assert n > 0
+    _check_samples(name, lambda fn, inputs: torch.autograd.gradgradcheck(
+        fn, inputs, check_fwd_over_rev=True, check_rev_over_rev=True, fast_mode=True))
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 import torch_aclnn
 from torch_aclnn.testing import make_tensor, tolerance
+from torch_aclnn.testing.core import assert_same_step
 from torch_aclnn.testing.smooth_l1 import reference_backward, reference_forward
 
 ops = torch.ops.torch_aclnn
@@ -440,10 +441,5 @@ def test_compiled_training_step_matches_eager():
         compiled_model = torch.nn.Linear(6, 3)
         compiled_model.load_state_dict(eager_model.state_dict())
         x, y = torch.randn(batch, 6), torch.randn(batch, 1)  # the target broadcasts over the features
-        eager_loss, compiled_loss = loss_fn(eager_model, x, y), compiled(compiled_model, x, y)
-        eager_loss.backward()
-        compiled_loss.backward()
-        torch.testing.assert_close(compiled_loss, eager_loss)
-        for pe, pc in zip(eager_model.parameters(), compiled_model.parameters()):
-            torch.testing.assert_close(pc.grad, pe.grad)
+        assert_same_step(loss_fn(eager_model, x, y), compiled(compiled_model, x, y), eager_model, compiled_model)
     assert counter.frame_count == 1  # one graph for both batch sizes

@@ -92,19 +92,22 @@ def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_
             optional_real(op, "scales_w", scales_w))
 
 
+def _backward(op: str, grad_output, output_size, input_size, scales_d, scales_h, scales_w, out):
+    require(op, grad_output=grad_output, output_size=output_size, input_size=input_size)
+    args = _backward_args(op, output_size, input_size, scales_d, scales_h, scales_w)
+    if out is not None:
+        getattr(_ops, op).grad_input(grad_output, *args, grad_input=out)
+        return out
+    return getattr(_ops, op)(grad_output, *args)
+
+
 def upsample_nearest3d_backward(grad_output: torch.Tensor, output_size: Sequence[int], input_size: Sequence[int],
                                 scales_d: Optional[float] = None, scales_h: Optional[float] = None,
                                 scales_w: Optional[float] = None, *,
                                 out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """aclnnUpsampleNearest3dBackward: the exact adjoint of :func:`upsample_nearest3d`."""
-    require("upsample_nearest3d_backward", grad_output=grad_output, output_size=output_size, input_size=input_size)
-    output_size, input_size, scales_d, scales_h, scales_w = _backward_args(
-        "upsample_nearest3d_backward", output_size, input_size, scales_d, scales_h, scales_w)
-    if out is not None:
-        _ops.upsample_nearest3d_backward.grad_input(
-            grad_output, output_size, input_size, scales_d, scales_h, scales_w, grad_input=out)
-        return out
-    return _ops.upsample_nearest3d_backward(grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+    return _backward("upsample_nearest3d_backward", grad_output, output_size, input_size, scales_d, scales_h,
+                     scales_w, out)
 
 
 def upsample_nearest_exact3d_backward(grad_output: torch.Tensor, output_size: Sequence[int],
@@ -112,16 +115,8 @@ def upsample_nearest_exact3d_backward(grad_output: torch.Tensor, output_size: Se
                                       scales_h: Optional[float] = None, scales_w: Optional[float] = None, *,
                                       out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """aclnnUpsampleNearestExact3dBackward: the exact adjoint of :func:`upsample_nearest_exact3d`."""
-    require("upsample_nearest_exact3d_backward", grad_output=grad_output, output_size=output_size,
-            input_size=input_size)
-    output_size, input_size, scales_d, scales_h, scales_w = _backward_args(
-        "upsample_nearest_exact3d_backward", output_size, input_size, scales_d, scales_h, scales_w)
-    if out is not None:
-        _ops.upsample_nearest_exact3d_backward.grad_input(
-            grad_output, output_size, input_size, scales_d, scales_h, scales_w, grad_input=out)
-        return out
-    return _ops.upsample_nearest_exact3d_backward(grad_output, output_size, input_size, scales_d, scales_h,
-                                                  scales_w)
+    return _backward("upsample_nearest_exact3d_backward", grad_output, output_size, input_size, scales_d, scales_h,
+                     scales_w, out)
 
 
 # ---------------------------------------------------------------------------

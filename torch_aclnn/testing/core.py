@@ -40,6 +40,17 @@ def tolerance(dtype: torch.dtype) -> dict:
     return TOLERANCES.get(dtype, dict(rtol=0.0, atol=0.0))
 
 
+def assert_same_step(eager_loss: torch.Tensor, compiled_loss: torch.Tensor, eager_model: torch.nn.Module,
+                     compiled_model: torch.nn.Module) -> None:
+    """Backpropagates both losses and checks that the losses and every
+    parameter's gradient agree (a compiled training step against eager)."""
+    eager_loss.backward()
+    compiled_loss.backward()
+    torch.testing.assert_close(compiled_loss, eager_loss)
+    for pe, pc in zip(eager_model.parameters(), compiled_model.parameters()):
+        torch.testing.assert_close(pc.grad, pe.grad)
+
+
 def make_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
     """The same values as ``t`` in the memory layout ``layout`` (see LAYOUTS).
     Layouts a rank cannot express fall back to contiguous."""
