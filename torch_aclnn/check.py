@@ -214,6 +214,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", action="append", choices=sorted(DTYPE_NAMES), help="only these dtypes (repeatable)")
     p.add_argument("--op", action="append", help="only these operators (repeatable), e.g. elu_backward")
     p.add_argument("--quick", action="store_true", help="fewer opcheck/compile samples")
+    p.add_argument("--seed", type=int, default=0, help="seed of the samples' random values (default 0)")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
 
 
@@ -235,6 +236,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"device {args.device!r} is not available: {e}", file=sys.stderr)
         return 2
     dtypes = [DTYPE_NAMES[d] for d in args.dtype] if args.dtype else None
+    torch.manual_seed(args.seed)  # the samples' random values: the same report on every run
     try:
         return run(args.device, dtypes, args.op, args.quick, args.json)
     except Exception:
