@@ -4,7 +4,6 @@ answer by hiding the private attribute)."""
 import re
 from pathlib import Path
 
-import pytest
 import torch
 
 import torch_aclnn

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-import torch
 import torch.nn.functional as _F
 from torch import Tensor
 
