@@ -344,7 +344,7 @@ def test_export_keeps_the_operators():
 
 
 # ---------------------------------------------------------------------------
-# Cases found by an adversarial review: each gives torch's answer, error or warning.
+# Hostile and careless calls: each gives torch's answer, error or warning.
 
 def _both(fn):
     """(torch's outcome, patched outcome, torch_aclnn.nn.functional outcome), where an outcome is a
