@@ -1,13 +1,13 @@
 """Every private torch attribute torch_aclnn's runtime uses, in one place.
 
-torch has no public way to ask a few things torch_aclnn needs (whether an
-operator has a kernel for a dispatch key, which TorchFunctionModes are
-active, whether a tensor is a view). Each
-function below uses the private API only where this torch has it (checked
-with getattr, which holds across versions) and otherwise falls back to a
-public way of getting the same answer, or the closest one, said in its
+torch has no public way to ask a few things torch_aclnn needs (which
+TorchFunctionModes are active, whether a torch.func transform is active,
+whether a tensor is a view, the PrivateUse1 device name). Each function
+below prefers a public API where torch has one, uses the private one only
+where this torch has it (checked with getattr, which holds across versions),
+and otherwise falls back to the closest public answer, said in its
 docstring. Nothing else in the package names a private torch attribute;
-tests/test_common.py checks that.
+tests/test_torch_api.py checks that and runs each fallback.
 """
 from __future__ import annotations
 
