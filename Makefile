@@ -88,14 +88,14 @@ bench: build
 	$(PIP) install -q matplotlib
 	$(VPY) -m torch_aclnn bench $(BENCH_ARGS)
 
-# For each of $(COMPAT_TORCH), on the committed HEAD: a wheel built from the
-# sdist of a clean clone, installed into a fresh venv (torch and numpy only)
-# passes `check --quick`; the core suite passes against it; and a build for
-# another torch (the other versions', npu-import-check's 2.14.0) fails at
-# import with both versions named. Not part of make test (minutes of build
-# per version).
-compat: npu-import-check
-	COMPAT_DIR="$(COMPAT_DIR)" PY="$(PY)" .ci/compat $(COMPAT_TORCH)
+# npu-import-check, then for each of $(COMPAT_TORCH), on the committed HEAD:
+# a wheel built from the sdist of a clean clone, installed into a fresh venv
+# (torch and numpy only), passes `check --quick`; the core suite passes
+# against it; and the builds for the other torch releases (npu-import-check's
+# 2.14.0 included) fail at import with both versions named. Not part of
+# make test (minutes of build per version).
+compat:
+	COMPAT_DIR="$(COMPAT_DIR)" PY="$(PY)" .ci/compat --npu $(COMPAT_TORCH)
 
 # The real torch_npu 2.14.0 (no CANN here) beside a build against torch
 # 2.14.0: import, info and the CPU operators with the device-backend autoload
