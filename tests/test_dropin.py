@@ -377,6 +377,7 @@ def _same_outcome(fn, check_strides=False):
 
 
 REVIEW = {
+    "huber non-tensor input": lambda f: f.huber_loss([1.0, 2.0], torch.zeros(2)),
     "huber bf16 input, f32 target": lambda f: f.huber_loss(torch.randn(4, dtype=torch.bfloat16), torch.randn(4)),
     "huber delta 1e39 float32": lambda f: f.huber_loss(torch.tensor([0.5, 2.]), torch.zeros(2), "none", 1e39),
     "huber float16 delta 100": lambda f: f.huber_loss(torch.tensor([0.001, 0.003], dtype=torch.float16),

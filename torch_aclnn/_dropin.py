@@ -253,7 +253,10 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Decis
         return "weight given"
     if not _number(delta) or not delta > 0:
         return f"delta={delta!r}"
-    if input.dtype != getattr(target, "dtype", None):
+    why = _loss_args(input, target, reduction, delta)
+    if why:
+        return why
+    if input.dtype != target.dtype:
         return "input and target dtypes differ (torch's huber_loss keeps the input's)"
     # delta * smooth_l1(beta=delta) computes 0.5 * d**2 / delta and scales it
     # back: for delta > 1 that intermediate can underflow where aten's 0.5 * d**2
@@ -262,9 +265,6 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Decis
     # loses less than 1e-39).
     if not delta <= (1.0 if input.dtype in (torch.float16, torch.bfloat16) else 2.0 ** 20):
         return f"delta={delta!r} too large for {input.dtype}"
-    why = _loss_args(input, target, reduction, delta)
-    if why:
-        return why
     _shape_warning(input, target)
     return _sl1.huber_loss(input, target, reduction, delta)
 
