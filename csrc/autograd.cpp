@@ -1,26 +1,29 @@
 // The Autograd kernels of every torch_aclnn operator.
 //
-// Functional operators. The autograd formulas live in Python, next to each
-// family's API (torch_aclnn/ops/<family>.py): one torch.autograd.Function per
-// operator (backward, jvp, setup_context), built by
-// torch_aclnn.ops._common.register_autograd. Registered the torch.library way,
-// they would make the Autograd kernel itself a Python function, entered on
-// every call, also where no derivative is needed (no_grad, or no input
-// requiring grad or carrying a tangent): some 4-8 us per call, more than the
-// CPU kernels take on small tensors. This C++ kernel decides first:
+// Functional operators. Each operator's reverse-mode derivative is a C++
+// formula in csrc/autograd/<family>.cpp (csrc/autograd/derivative.h); its
+// forward-mode tangent (jvp) and vmap rule are Python, in
+// torch_aclnn/ops/<family>.py. The one Autograd kernel below decides per call:
 //   - no derivative needed (grad mode off or no argument requiring grad, and
 //     no argument with a forward-mode tangent): the call goes below autograd
-//     to the backend kernel (CPU, CUDA, Meta, PrivateUse1) without entering
-//     Python;
-//   - otherwise: the operator's autograd.Function runs (Function.apply). Its
-//     forward calls the operator again, now with grad mode and forward grad
-//     mode off, so it takes the first branch.
-// Inside a torch.func transform (grad, vjp, jvp, jacrev, jacfwd, ...) this
-// kernel runs within the transform's processing of the call, with the
-// functorch dispatch keys excluded; Function.apply dispatches through
-// functorch by itself (custom_function_call), so it runs as if called from
-// Python: with the dispatch key set the transform saved when it took the
-// call, and the transform no longer processing it (LeaveTransformProcessing).
+//     to the backend kernel (CPU, CUDA, Meta, PrivateUse1);
+//   - a gradient needed, outside torch.func transforms and without
+//     tangents (plain training): a C++ autograd node records the call
+//     (torch::autograd::Function, so compiled autograd traces it too); its
+//     backward is the C++ formula. No Python runs: this path costs about as
+//     much as aten's own generated autograd kernels;
+//   - a forward-mode tangent, or inside a torch.func transform (grad, vjp,
+//     jvp, jacrev, jacfwd, vmap, ...): the operator's torch.autograd.Function
+//     (torch_aclnn/ops/_common.py register_autograd), whose backward calls the
+//     same C++ formula (torch_aclnn._C._derivative) and whose jvp is Python.
+//     Its forward calls the operator again, now with grad mode and forward
+//     grad mode off, so it takes the first path. Within a transform this
+//     kernel runs within the transform's processing of the call, with the
+//     functorch dispatch keys excluded; Function.apply dispatches through
+//     functorch by itself (custom_function_call), so it runs as if called
+//     from Python: with the dispatch key set the transform saved when it took
+//     the call, and the transform no longer processing it
+//     (LeaveTransformProcessing).
 //
 // out= overloads (every schema argument written to, `Tensor(a!)`): the rules
 // of aten's out= operators, generically from the schema's alias info:
@@ -37,11 +40,16 @@
 // aten.
 #include "autograd.h"
 
+#include "autograd/derivative.h"
+
+#include <ATen/ExpandUtils.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/functorch/DynamicLayer.h>
 #include <c10/core/AutogradState.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
@@ -56,7 +64,152 @@
 namespace torch_aclnn::autograd {
 namespace {
 
-// name -> Python callable. Never destroyed: the callables must outlive any
+// qualified name -> derivative (csrc/autograd/<family>.cpp), filled at load
+// time and read-only afterwards.
+std::unordered_map<std::string, Derivative>& derivatives() {
+  static auto* d = new std::unordered_map<std::string, Derivative>();
+  return *d;
+}
+
+void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, torch::jit::Stack* stack);
+
+}  // namespace
+
+const Derivative* find_derivative(const std::string& qualname) {
+  const auto& d = derivatives();
+  const auto it = d.find(qualname);
+  return it == d.end() ? nullptr : &it->second;
+}
+
+bool add_derivative(Derivative derivative) {
+  // The operator's Autograd kernel. Never destroyed, like the registrations
+  // of a TORCH_LIBRARY_IMPL block.
+  static auto* library =
+      new torch::Library(torch::Library::IMPL, "torch_aclnn", c10::DispatchKey::Autograd, __FILE__, __LINE__);
+  const std::string ns = "torch_aclnn::";
+  TORCH_INTERNAL_ASSERT(derivative.name.rfind(ns, 0) == 0, derivative.name);
+  library->impl(derivative.name.substr(ns.size()).c_str(),
+                torch::CppFunction::makeFromBoxedFunction<&autograd_kernel>());
+  const std::string name = derivative.name;
+  TORCH_INTERNAL_ASSERT(derivatives().emplace(name, std::move(derivative)).second, "two derivatives of ", name);
+  return true;
+}
+
+at::Tensor call(const char* op, std::vector<c10::IValue> args) {
+  const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow((std::string("torch_aclnn::") + op).c_str(), "");
+  torch::jit::Stack stack = std::move(args);
+  handle.callBoxed(stack);
+  return stack.back().toTensor();
+}
+
+at::Tensor sum_to_like(const at::Tensor& x, const at::Tensor& like) {
+  return at::sum_to(x, like.sym_sizes()).to(like.scalar_type());
+}
+
+c10::IValue sizes_of(const at::Tensor& t) {
+  if (const auto sizes = c10::asIntArrayRefSlowOpt(t.sym_sizes())) return c10::IValue(sizes->vec());
+  return c10::IValue(t.sym_sizes());
+}
+
+namespace {
+
+// Keep::like: what a stand-in for `t` needs (its sizes, dtype and device),
+// kept as values rather than as a tensor, so that the recorded call saves
+// the same tensors as aten's would (torch.utils.checkpoint compares the
+// counts when a recomputation runs the same block without torch_aclnn).
+c10::IValue like_of(const at::Tensor& t) {
+  // [sizes, [dtype, device type, device index]]: lists of ints only (compiled
+  // autograd passes saved_data to its graph, whose lists must be of one type)
+  c10::impl::GenericList meta(c10::AnyType::get());
+  meta.push_back(sizes_of(t));
+  meta.push_back(std::vector<int64_t>{static_cast<int64_t>(t.scalar_type()), static_cast<int64_t>(t.device().type()),
+                                      t.device().index()});
+  return meta;
+}
+
+// The stand-in: one uninitialised element, expanded (no kernel runs).
+at::Tensor stand_in(const c10::IValue& like) {
+  const c10::List<c10::IValue> meta = like.toList();
+  std::vector<c10::SymInt> sizes;
+  for (const c10::IValue& e : meta.get(0).toListRef()) sizes.push_back(e.toSymInt());
+  const std::vector<int64_t> type = meta.get(1).toIntVector();
+  const auto options =
+      at::TensorOptions()
+          .dtype(static_cast<at::ScalarType>(type.at(0)))
+          .device(c10::Device(static_cast<c10::DeviceType>(type.at(1)), static_cast<c10::DeviceIndex>(type.at(2))));
+  return at::empty({}, options).expand_symint(sizes);
+}
+
+}  // namespace
+
+// The plain-autograd path: the call recorded by a C++ node (Backward<Op>, a
+// torch::autograd::Function), whose backward runs the operator's C++
+// formula. The node keeps the tensors the derivative keeps (Keep::value) as
+// saved variables, and in saved_data the operator's name and its arguments
+// with every tensor replaced by None, or for Keep::like by its like_of()
+// (compiled autograd hashes these into its cache key: they are constants of
+// the traced backward).
+at::Tensor node_forward(torch::autograd::AutogradContext* ctx, const Call& call) {
+  torch::jit::Stack& stack = *call.stack;
+  c10::impl::GenericList args(c10::AnyType::get());
+  c10::List<bool> is_tensor;
+  std::vector<at::Tensor> kept;
+  for (size_t i = 0; i < call.nargs; ++i) {
+    const c10::IValue& v = stack[stack.size() - call.nargs + i];
+    is_tensor.push_back(v.isTensor());
+    if (!v.isTensor()) {
+      args.push_back(v);
+      continue;
+    }
+    const Keep keep = call.derivative->keep[i];
+    args.push_back(keep == Keep::like ? like_of(v.toTensor()) : c10::IValue());
+    if (keep == Keep::value) kept.push_back(v.toTensor());
+  }
+  {
+    at::AutoDispatchBelowAutograd below;
+    call.op->redispatchBoxed(call.keyset & c10::after_autograd_keyset, &stack);
+  }
+  at::Tensor output = torch::jit::pop(stack).toTensor();
+  ctx->save_for_backward(kept);
+  ctx->saved_data["op"] = call.derivative->name;
+  ctx->saved_data["args"] = std::move(args);
+  ctx->saved_data["is_tensor"] = std::move(is_tensor);
+  return output;
+}
+
+torch::autograd::variable_list node_backward(torch::autograd::AutogradContext* ctx,
+                                             torch::autograd::variable_list grads) {
+  const Derivative* derivative = find_derivative(ctx->saved_data["op"].toStringRef());
+  TORCH_INTERNAL_ASSERT(derivative != nullptr && grads.size() == 1);
+  const torch::autograd::variable_list kept = ctx->get_saved_variables();
+  const c10::List<c10::IValue> saved = ctx->saved_data["args"].toList();
+  const c10::List<bool> is_tensor = ctx->saved_data["is_tensor"].toBoolList();
+  Args args;
+  std::vector<bool> needs;
+  size_t k = 0, tensor = 0;
+  for (size_t i = 0; i < saved.size(); ++i) {
+    if (!is_tensor.get(i)) {
+      args.push_back(saved.get(i));
+      needs.push_back(false);
+      continue;
+    }
+    const Keep keep = derivative->keep[i];
+    args.push_back(keep == Keep::value ? c10::IValue(kept[k++])
+                   : keep == Keep::like ? c10::IValue(stand_in(saved.get(i)))
+                                        : c10::IValue(at::Tensor()));
+    needs.push_back(ctx->needs_input_grad(tensor++));
+  }
+  const std::vector<at::Tensor> result = derivative->grad(args, grads[0], needs);
+  torch::autograd::variable_list out = {at::Tensor()};  // (the Call argument)
+  for (size_t i = 0; i < saved.size(); ++i) {
+    if (is_tensor.get(i)) out.push_back(needs[i] ? result.at(i) : at::Tensor());
+  }
+  return out;
+}
+
+namespace {
+
+// name -> the operator's autograd.Function's apply (Python). Never destroyed: the callables must outlive any
 // call, and Python objects cannot be released after the interpreter is gone.
 struct Formulas {
   std::mutex mutex;
@@ -165,6 +318,17 @@ void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, 
     op.redispatchBoxed(keyset & c10::after_autograd_keyset, stack);
     return;
   }
+  if (!needs.tangent && !at::functorch::maybeCurrentDynamicLayer().has_value()) {
+    const Derivative* derivative = find_derivative(schema.name());
+    TORCH_INTERNAL_ASSERT(derivative != nullptr && derivative->keep.size() == nargs, schema.name());
+    std::vector<at::Tensor> tensors;
+    for (size_t i = stack->size() - nargs; i < stack->size(); ++i) {
+      if ((*stack)[i].isTensor()) tensors.push_back((*stack)[i].toTensor());
+    }
+    at::Tensor output = derivative->record(Call{derivative, &op, keyset, stack, nargs}, at::TensorList(tensors));
+    stack->push_back(std::move(output));
+    return;
+  }
   PyObject* formula = lookup(schema.name());
   TORCH_CHECK(formula != nullptr, schema.name(), ": no autograd formula is registered (import torch_aclnn)");
   LeaveTransformProcessing leave;  // see the top
@@ -260,36 +424,80 @@ PyObject* set_formula(PyObject* /*self*/, PyObject* args) {
   const char* name = nullptr;
   PyObject* fn = nullptr;
   if (!PyArg_ParseTuple(args, "sO", &name, &fn)) return nullptr;
-  const std::string qualname = name;
-  const std::string ns = "torch_aclnn::";
-  if (qualname.rfind(ns, 0) != 0 || !PyCallable_Check(fn)) {
-    PyErr_SetString(PyExc_ValueError, "_set_autograd_formula(name, fn): a torch_aclnn:: operator and a callable");
+  if (find_derivative(name) == nullptr || !PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_ValueError,
+                    "_set_autograd_formula(name, fn): a torch_aclnn:: operator with a derivative, and a callable");
     return nullptr;
   }
-  bool first;
-  {
-    auto& f = formulas();
-    std::lock_guard<std::mutex> lock(f.mutex);
-    PyObject*& slot = f.by_name[qualname];
-    first = slot == nullptr;
-    Py_INCREF(fn);
-    Py_XDECREF(slot);
-    slot = fn;
-  }
-  if (first) {
-    // The operator's Autograd kernel, registered with its first formula (so
-    // an operator has one only once its formula exists). Never destroyed,
-    // like the registrations of a TORCH_LIBRARY_IMPL block.
-    static auto* library =
-        new torch::Library(torch::Library::IMPL, "torch_aclnn", c10::DispatchKey::Autograd, __FILE__, __LINE__);
-    try {
-      library->impl(qualname.substr(ns.size()).c_str(), torch::CppFunction::makeFromBoxedFunction<&autograd_kernel>());
-    } catch (const std::exception& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
-      return nullptr;
-    }
-  }
+  auto& f = formulas();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  PyObject*& slot = f.by_name[name];
+  Py_INCREF(fn);
+  Py_XDECREF(slot);
+  slot = fn;
   Py_RETURN_NONE;
+}
+
+namespace {
+
+const Derivative* derivative_arg(const char* name) {
+  const Derivative* d = find_derivative(name);
+  if (d == nullptr) PyErr_Format(PyExc_ValueError, "%s: not a torch_aclnn operator with a derivative", name);
+  return d;
+}
+
+}  // namespace
+
+PyObject* derivative_keep(PyObject* /*self*/, PyObject* args) {
+  const char* name = nullptr;
+  if (!PyArg_ParseTuple(args, "s", &name)) return nullptr;
+  const Derivative* d = derivative_arg(name);
+  if (d == nullptr) return nullptr;
+  PyObject* out = PyTuple_New(static_cast<Py_ssize_t>(d->keep.size()));
+  if (out == nullptr) return nullptr;
+  for (size_t i = 0; i < d->keep.size(); ++i) {
+    PyObject* v = d->keep[i] == Keep::value ? PyUnicode_FromString("value")
+                  : d->keep[i] == Keep::like ? PyUnicode_FromString("like")
+                                             : (Py_INCREF(Py_None), Py_None);
+    PyTuple_SET_ITEM(out, static_cast<Py_ssize_t>(i), v);
+  }
+  return out;
+}
+
+PyObject* derivative(PyObject* /*self*/, PyObject* py_args) {
+  const char* name = nullptr;
+  PyObject* arguments = nullptr;
+  PyObject* needs_input_grad = nullptr;
+  PyObject* grad = nullptr;
+  if (!PyArg_ParseTuple(py_args, "sOOO", &name, &arguments, &needs_input_grad, &grad)) return nullptr;
+  const Derivative* d = derivative_arg(name);
+  if (d == nullptr) return nullptr;
+  HANDLE_TH_ERRORS
+  {
+    const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+    const auto& schema_args = handle.schema().arguments();
+    const pybind11::sequence seq = pybind11::reinterpret_borrow<pybind11::sequence>(arguments);
+    const pybind11::sequence needs_seq = pybind11::reinterpret_borrow<pybind11::sequence>(needs_input_grad);
+    TORCH_CHECK(seq.size() == schema_args.size() && needs_seq.size() == schema_args.size(), name,
+                ": one argument and one needs_input_grad flag per schema argument expected");
+    Args args;
+    std::vector<bool> needs;
+    for (size_t i = 0; i < schema_args.size(); ++i) {
+      const pybind11::handle v = seq[i];
+      const auto& type = schema_args[i].type();
+      const bool tensor = type->kind() == c10::TensorType::Kind;
+      args.push_back(tensor && v.is_none() ? c10::IValue(at::Tensor()) : torch::jit::toIValue(v, type));
+      needs.push_back(tensor && pybind11::cast<bool>(needs_seq[i]));
+    }
+    const at::Tensor g = torch::jit::toIValue(pybind11::handle(grad), c10::TensorType::get()).toTensor();
+    const std::vector<at::Tensor> result = d->grad(args, g, needs);
+    pybind11::tuple out(schema_args.size());
+    for (size_t i = 0; i < schema_args.size(); ++i) {
+      out[i] = needs[i] && result.at(i).defined() ? torch::jit::toPyObject(c10::IValue(result[i])) : pybind11::none();
+    }
+    return out.release().ptr();
+  }
+  END_HANDLE_TH_ERRORS
 }
 
 }  // namespace torch_aclnn::autograd

@@ -17,8 +17,8 @@ extern "C" {
 // The module init: `import torch_aclnn._C` loads the library and runs the
 // static registrations (the schemas below, the kernels beside their
 // backends), then registers the out= overloads' Autograd and
-// ADInplaceOrView kernels; its one function registers the autograd formulas
-// (both in csrc/autograd.cpp).
+// ADInplaceOrView kernels; its functions reach the autograd formulas (all in
+// csrc/autograd.cpp).
 PyMODINIT_FUNC PyInit__C(void) {
   try {
     torch_aclnn::autograd::register_out_kernels();
@@ -28,7 +28,11 @@ PyMODINIT_FUNC PyInit__C(void) {
   }
   static PyMethodDef methods[] = {
       {"_set_autograd_formula", torch_aclnn::autograd::set_formula, METH_VARARGS,
-       "_set_autograd_formula(name, fn): the Python autograd formula of operator `name`"},
+       "_set_autograd_formula(name, fn): operator `name`'s autograd.Function (tangents, torch.func)"},
+      {"_derivative_keep", torch_aclnn::autograd::derivative_keep, METH_VARARGS,
+       "_derivative_keep(name): per argument, what operator `name`'s derivative keeps"},
+      {"_derivative", torch_aclnn::autograd::derivative, METH_VARARGS,
+       "_derivative(name, arguments, needs_input_grad, grad): operator `name`'s backward formula"},
       {nullptr, nullptr, 0, nullptr}};
   static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, methods};
   return PyModule_Create(&module_def);

@@ -3,6 +3,7 @@ the float64 spec reference, bitwise equality with aten where the spec promises
 it, the out= overload, Meta/fake kernels, opcheck, gradcheck/gradgradcheck,
 torch.compile, and every contract error on real, meta and compiled calls."""
 import logging
+import os
 import re
 import sys
 
@@ -164,26 +165,49 @@ def _python_calls(fn):
 
 
 @pytest.mark.parametrize("name", FLOAT_OPS)
-def test_autograd_formula_runs_only_when_a_gradient_is_needed(device, name):
+def test_plain_autograd_records_and_differentiates_without_python(device, name):
     """The C++ Autograd kernel (csrc/autograd.cpp) sends a call that needs no
-    gradient straight to the backend kernel, without entering the Python
-    formula; a call with an input that requires grad runs the formula and
-    records it in the graph."""
+    gradient straight to the backend kernel; a call with an input that
+    requires grad is recorded by the operator's C++ node, and its backward
+    runs the C++ formula: neither enters torch_aclnn's Python (the
+    autograd.Function is for tangents and torch.func only)."""
     info = OPS[name]
     s = next(iter(info.samples(device, torch.float64, True)))
+    op = info.op
 
-    def entered(calls):  # our formula, or torch.library's Python autograd kernel
-        return any((f.endswith("_common.py") and fn == "formula") or (f.endswith("autograd.py") and "_library" in f)
-                   for f, fn in calls)
+    def ours(calls):  # any function of the torch_aclnn package, or torch.library's Python autograd kernel
+        return [(f, fn) for f, fn in calls
+                if f"torch_aclnn{os.sep}" in f or (f.endswith("autograd.py") and "_library" in f)]
 
     with torch.no_grad():
-        calls = _python_calls(lambda: info.op(*s.args, **s.kwargs))
-    assert not entered(calls), calls
+        assert not ours(_python_calls(lambda: op(*s.args, **s.kwargs)))
     plain = s.map_tensors(lambda t: t.detach())
-    assert not entered(_python_calls(lambda: info.op(*plain.args, **plain.kwargs)))
+    assert not ours(_python_calls(lambda: op(*plain.args, **plain.kwargs)))
     out = []
-    assert entered(_python_calls(lambda: out.append(info.op(*s.args, **s.kwargs))))
-    assert out[0].grad_fn is not None and "torch_aclnn" in type(out[0].grad_fn).__name__
+    assert not ours(_python_calls(lambda: out.append(op(*s.args, **s.kwargs))))
+    assert f"op::{info.name.split('.')[0]}>" in out[0].grad_fn.name(), out[0].grad_fn.name()
+    inputs = [t for t in s.tensors() if t.requires_grad]
+    grads = []
+    assert not ours(_python_calls(lambda: grads.extend(torch.autograd.grad(out[0].sum(), inputs))))
+    assert all(g is not None for g in grads)
+
+
+@pytest.mark.parametrize("name", FLOAT_OPS)
+def test_compiled_autograd(device, name):
+    """Compiled autograd traces the C++ node's backward into one graph
+    (fullgraph): the eager engine's gradients."""
+    from torch._dynamo import compiled_autograd
+
+    info = OPS[name]
+    s = next(iter(info.samples(device, torch.float32, True)))
+    inputs = _grad_inputs(info, s)
+    expected = torch.autograd.grad(info.op(*s.args, **s.kwargs).sum(), inputs)
+    out = info.op(*s.args, **s.kwargs)
+    torch._dynamo.reset()
+    with compiled_autograd._enable(torch.compile(backend="aot_eager", fullgraph=True)):
+        got = torch.autograd.grad(out.sum(), inputs)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("name", FLOAT_OPS)

@@ -52,61 +52,76 @@ def invalid(op: str, message: str, exc: type = ValueError) -> Exception:
     return exc(contract_error(PARAM_INVALID, op, message))
 
 
-from .._torch_api import functorch_transforms_active  # noqa: E402
+def register_autograd(qualname: str, jvp: Callable) -> type:
+    """The operator's torch.autograd.Function, for the calls its C++ Autograd
+    kernel (csrc/autograd.cpp) does not record itself: those with a
+    forward-mode tangent and those inside torch.func transforms. Its backward
+    is the operator's C++ formula (csrc/autograd/<family>.cpp, through
+    ``torch_aclnn._C._derivative``), which plain autograd runs without this
+    class; ``jvp(args, dtype, *tangents)`` is the forward-mode formula, given
+    the call's arguments in schema order (the tensors the derivative keeps,
+    the others None), the result's dtype and one tangent (or None) per
+    argument. ``generate_vmap_rule``
+    builds its vmap rule from the operators' own (:func:`register_vmap`),
+    which torch.func's transforms over it (jacrev, jacfwd, hessian, vmap of
+    grad) need. Returns the class.
 
-
-def register_autograd(qualname: str, backward: Callable, *, setup_context: Callable,
-                      jvp: Callable) -> type:
-    """The operator's torch.autograd.Function: ``forward`` (the operator
-    itself), ``setup_context``, ``backward`` and ``jvp``, as
-    torch.autograd.Function defines them; ``generate_vmap_rule`` builds its
-    vmap rule from the operators' own (:func:`register_vmap`), which
-    torch.func's transforms over it (jacrev, jacfwd, hessian, vmap of grad)
-    need. Returns the class.
-
-    The operator's C++ Autograd kernel (csrc/autograd.cpp) calls
-    ``Function.apply`` only when a gradient or a forward-mode tangent is
-    needed; a call that needs neither goes to the backend kernel without
-    entering Python. ``forward`` calls the operator again: Function.apply runs
-    it with grad mode and forward grad mode off, so that call takes the C++
-    kernel's second way, below autograd, as the Function torch.library
-    generates does with its explicit redispatch."""
+    ``forward`` calls the operator again: Function.apply runs it with grad
+    mode and forward grad mode off, so that call goes below autograd, as the
+    Function torch.library generates does with its explicit redispatch."""
     namespace, name = qualname.split("::")
     op = getattr(getattr(torch.ops, namespace), name).default
+    C = importlib.import_module("torch_aclnn._C")
+    keep = C._derivative_keep(qualname)
 
     def forward(*args: Any) -> Any:
         return op(*args)
 
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+        kept = [x for x, k in zip(inputs, keep) if k == "value"]
+        ctx.save_for_backward(*kept)
+        ctx.save_for_forward(*kept)
+        # (for "like": shape, dtype and device only, as the C++ node keeps them)
+        ctx.inputs = [(x.shape, x.dtype, x.device) if k == "like" else None if isinstance(x, torch.Tensor) else x
+                      for x, k in zip(inputs, keep)]
+        ctx.dtype = output.dtype
+
+    def arguments(ctx: Any) -> list:
+        kept = iter(ctx.saved_tensors)
+        return [next(kept) if k == "value" else _stand_in(*x) if k == "like" else x for x, k in zip(ctx.inputs, keep)]
+
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        return C._derivative(qualname, arguments(ctx), ctx.needs_input_grad, grad)
+
+    def forward_ad(ctx: Any, *tangents: Any) -> Any:
+        return jvp(arguments(ctx), ctx.dtype, *tangents)
+
     # The grad_fn of its results is "<namespace>_<name>_defaultBackward" (it names the overload).
     function = type(f"{namespace}_{name}_default", (torch.autograd.Function,), {
         "__doc__": f"The autograd.Function of {qualname}.",
-        "__module__": backward.__module__,
+        "__module__": jvp.__module__,
         "forward": staticmethod(forward),
         "setup_context": staticmethod(setup_context),
         "backward": staticmethod(backward),
-        "jvp": staticmethod(jvp),
+        "jvp": staticmethod(forward_ad),
         "generate_vmap_rule": True,
     })
-
-    # The same Function for plain autograd, written the old way (forward takes
-    # ctx; no setup_context): Function.apply then skips the inspect.signature
-    # binding it does on every call of a setup_context Function, which cost
-    # more than the rest of a 1-element call. torch.func's transforms need
-    # the setup_context form, so they get `function`.
-    def eager_forward(ctx: Any, *args: Any) -> Any:
-        output = op(*args)
-        setup_context(ctx, args, output)
-        return output
-
-    eager = type(function.__name__, (torch.autograd.Function,), {
-        "__doc__": function.__doc__, "__module__": function.__module__, "forward": staticmethod(eager_forward),
-        "backward": staticmethod(backward), "jvp": staticmethod(jvp)})
-
-    def formula(*args: Any) -> Any:
-        return (function if functorch_transforms_active() else eager).apply(*args)
-
-    importlib.import_module("torch_aclnn._C")._set_autograd_formula(qualname, formula)
+    C._set_autograd_formula(qualname, function.apply)
     return function
+
+
+def reverse(qualname: str, args: list, index: int, v: torch.Tensor) -> torch.Tensor:
+    """The operator's C++ backward formula for argument ``index`` alone,
+    applied to ``v``: for a derivative that is elementwise (a diagonal
+    Jacobian), also its forward-mode tangent."""
+    needs = [i == index for i in range(len(args))]
+    return importlib.import_module("torch_aclnn._C")._derivative(qualname, args, needs, v)[index]
+
+
+def _stand_in(shape, dtype, device) -> torch.Tensor:
+    """A tensor of this shape, dtype and device with one element of memory (a
+    derivative's ``like`` argument: only those are read)."""
+    return torch.empty((), dtype=dtype, device=device).expand(shape)
 
 
 # ---------------------------------------------------------------------------

@@ -6,7 +6,8 @@ with different parameters; x == 0 takes the negative branch.
 
 The family's other files share its stem (torch_aclnn/_registry.py):
 csrc/contracts/elu.h, csrc/cpu/elu.cpp, csrc/cuda/elu.cu, torch_aclnn/npu/elu.py,
-torch_aclnn/testing/elu.py. Its autograd formulas are below.
+torch_aclnn/testing/elu.py, and csrc/autograd/elu.cpp (the backward formulas).
+Its forward-mode formulas and vmap rules are below.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from typing import Optional
 
 import torch
 
-from ._common import batch_first, bool_arg, invalid, real_arg, register_autograd, register_vmap, require, vmap_loop
+from ._common import (batch_first, bool_arg, invalid, real_arg, register_autograd, register_vmap, require, reverse,
+                      vmap_loop)
 
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
@@ -151,72 +153,28 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
 
 
 # ---------------------------------------------------------------------------
-# Autograd (docs/spec.md "Autograd pairing"), forward-mode AD and vmap:
-#   elu          backward: elu_backward(grad, ..., is_result=False, x = input)
-#                jvp:      elu_backward(t, ..., is_result=False, x)
-#   elu_backward linear in grad_output: elu_backward again, for backward and jvp;
-#                w.r.t. self_or_result (_d_self_or_result): the derivative of
-#                the negative branch times v, zero where self_or_result > 0:
-#                  is_result:     v * grad_output * input_scale
-#                  not is_result: input_scale * elu_backward(v * grad_output, ..., False, x)
-#                with v the incoming gradient (backward) or x's tangent (jvp).
+# Forward-mode AD and vmap (the backward formulas: csrc/autograd/elu.cpp).
+#   elu          jvp: elu_backward(t, ..., is_result=False, x)
+#   elu_backward linear in grad_output: elu_backward(t_grad_output, ...);
+#                w.r.t. self_or_result the derivative is elementwise, so the
+#                tangent is the backward formula applied to t_self_or_result
 #   vmap         elementwise: the operator on the batched tensors, flattened
 #                to the contract's rank limit where the batch dimension adds one.
 
 _MAX_DIMS = 8  # csrc/contracts/elu.h
 
 
-def _d_self_or_result(v, grad_output, params, is_result, x):
-    alpha, scale, input_scale = params
-    if is_result:
-        d = v * grad_output * input_scale
-    else:
-        d = _ops.elu_backward(v * grad_output, alpha, scale, input_scale, False, x) * input_scale
-    return d.masked_fill(x > 0, 0)
+def _elu_jvp(args, dtype, t, *_):
+    self, alpha, scale, input_scale = args
+    return _ops.elu_backward(t, alpha, scale, input_scale, False, self)
 
 
-def _elu_setup(ctx, inputs, output):
-    self, alpha, scale, input_scale = inputs
-    ctx.params = (alpha, scale, input_scale)
-    ctx.save_for_backward(self)
-    ctx.save_for_forward(self)
-
-
-def _elu_grad(ctx, grad):
-    (self,) = ctx.saved_tensors
-    return _ops.elu_backward(grad, *ctx.params, False, self), None, None, None
-
-
-def _elu_jvp(ctx, t, *_):
-    (self,) = ctx.saved_tensors
-    return _ops.elu_backward(t, *ctx.params, False, self)
-
-
-def _elu_backward_setup(ctx, inputs, output):
-    grad_output, alpha, scale, input_scale, is_result, self_or_result = inputs
-    ctx.params = (alpha, scale, input_scale)
-    ctx.is_result = is_result
-    ctx.save_for_backward(grad_output, self_or_result)
-    ctx.save_for_forward(grad_output, self_or_result)
-
-
-def _elu_backward_grad(ctx, grad):
-    grad_output, x = ctx.saved_tensors
-    grad_grad_output = grad_x = None
-    if ctx.needs_input_grad[0]:
-        grad_grad_output = _ops.elu_backward(grad, *ctx.params, ctx.is_result, x)
-    if ctx.needs_input_grad[5]:
-        grad_x = _d_self_or_result(grad, grad_output, ctx.params, ctx.is_result, x)
-    return grad_grad_output, None, None, None, None, grad_x
-
-
-def _elu_backward_jvp(ctx, t_grad_output, _alpha, _scale, _input_scale, _is_result, t_x):
-    grad_output, x = ctx.saved_tensors
+def _elu_backward_jvp(args, dtype, t_grad_output, _alpha, _scale, _input_scale, _is_result, t_x):
     result = None
     if t_grad_output is not None:
-        result = _ops.elu_backward(t_grad_output, *ctx.params, ctx.is_result, x)
+        result = _ops.elu_backward(t_grad_output, *args[1:])
     if t_x is not None:
-        d = _d_self_or_result(t_x, grad_output, ctx.params, ctx.is_result, x)
+        d = reverse("torch_aclnn::elu_backward", args, 5, t_x)
         result = d if result is None else result + d
     return result
 
@@ -243,8 +201,7 @@ def _elu_backward_vmap(info, in_dims, grad_output, alpha, scale, input_scale, is
     return out.unflatten(0, g.shape[:2]), 0
 
 
-register_autograd("torch_aclnn::elu", _elu_grad, setup_context=_elu_setup, jvp=_elu_jvp)
-register_autograd("torch_aclnn::elu_backward", _elu_backward_grad,
-                  setup_context=_elu_backward_setup, jvp=_elu_backward_jvp)
+register_autograd("torch_aclnn::elu", _elu_jvp)
+register_autograd("torch_aclnn::elu_backward", _elu_backward_jvp)
 register_vmap("torch_aclnn::elu", _elu_vmap)
 register_vmap("torch_aclnn::elu_backward", _elu_backward_vmap)

@@ -127,62 +127,22 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
 
 
 # ---------------------------------------------------------------------------
-# Autograd (docs/spec.md "Autograd pairing"), forward-mode AD and vmap. max_unpool3d ->
-# max_unpool3d_backward w.r.t. self; indices are not differentiable.
-# max_unpool3d_backward is linear in grad_output, and its adjoint is
-# max_unpool3d with the same indices (exact for unique indices, as max_pool3d
-# produces); self only lends its shape. Both are linear in their floating
-# tensor input, so the tangent is the same operator applied to the tangent
-# (exact for any indices: the scatter keeps the same element for the tangent
-# as for the value). vmap folds the batch dimension into N (indices index
-# within their own (n, c) plane).
+# Forward-mode AD and vmap (the backward formulas: csrc/autograd/max_unpool.cpp).
+# Both operators are linear in their floating tensor input, so the tangent is
+# the same operator applied to the tangent (exact for any indices: the
+# scatter keeps the same element for the tangent as for the value);
+# max_unpool3d_backward's self lends only its shape and dtype. vmap folds the
+# batch dimension into N (indices index within their own (n, c) plane).
 
-def _forward_setup(ctx, inputs, output):
-    _, indices, output_size, stride, padding = inputs
-    ctx.save_for_backward(indices)
-    ctx.save_for_forward(indices)
-    ctx.output_size = list(output_size)
-    ctx.stride = list(stride)
-    ctx.padding = list(padding)
+def _forward_jvp(args, dtype, t_self, *_):
+    return _ops.max_unpool3d(t_self, *args[1:])
 
 
-def _forward_grad(ctx, grad):
-    (indices,) = ctx.saved_tensors
-    # The backward reads only self's shape and dtype: a stride-0 stand-in
-    # avoids keeping the pooled values alive.
-    self_like = grad.new_zeros(()).expand(indices.shape)
-    grad_self = _ops.max_unpool3d_backward(grad, self_like, indices, ctx.output_size, ctx.stride, ctx.padding)
-    return grad_self, None, None, None, None
-
-
-def _forward_jvp(ctx, t_self, *_):
-    (indices,) = ctx.saved_tensors
-    return _ops.max_unpool3d(t_self, indices, ctx.output_size, ctx.stride, ctx.padding)
-
-
-def _backward_setup(ctx, inputs, output):
-    _, self, indices, output_size, stride, padding = inputs
-    ctx.save_for_backward(indices)
-    ctx.save_for_forward(indices)
-    ctx.output_size = list(output_size)
-    ctx.stride = list(stride)
-    ctx.padding = list(padding)
-    ctx.self_meta = (self.shape, self.dtype)
-
-
-def _backward_grad(ctx, grad):
-    (indices,) = ctx.saved_tensors
-    grad_grad_output = _ops.max_unpool3d(grad, indices, ctx.output_size, ctx.stride, ctx.padding)
-    return grad_grad_output, None, None, None, None, None
-
-
-def _backward_jvp(ctx, t_grad_output, *_):
-    (indices,) = ctx.saved_tensors
-    shape, dtype = ctx.self_meta
+def _backward_jvp(args, dtype, t_grad_output, *_):
+    _, self_like, indices, output_size, stride, padding = args
     if t_grad_output is None:  # only self has a tangent, and it lends only its shape
-        return torch.zeros(shape, dtype=dtype, device=indices.device)
-    self_like = torch.zeros((), dtype=dtype, device=indices.device).expand(shape)
-    return _ops.max_unpool3d_backward(t_grad_output, self_like, indices, ctx.output_size, ctx.stride, ctx.padding)
+        return torch.zeros(self_like.shape, dtype=self_like.dtype, device=self_like.device)
+    return _ops.max_unpool3d_backward(t_grad_output, self_like, indices, output_size, stride, padding)
 
 
 def _folded(tensors, in_dims, batch_size):
@@ -215,8 +175,7 @@ def _backward_vmap(info, in_dims, grad_output, self, indices, output_size, strid
     return _ops.max_unpool3d_backward.default(g, s, i, output_size, stride, padding).unflatten(0, batch_n), 0
 
 
-register_autograd("torch_aclnn::max_unpool3d", _forward_grad, setup_context=_forward_setup, jvp=_forward_jvp)
-register_autograd("torch_aclnn::max_unpool3d_backward", _backward_grad, setup_context=_backward_setup,
-                  jvp=_backward_jvp)
+register_autograd("torch_aclnn::max_unpool3d", _forward_jvp)
+register_autograd("torch_aclnn::max_unpool3d_backward", _backward_jvp)
 register_vmap("torch_aclnn::max_unpool3d", _forward_vmap)
 register_vmap("torch_aclnn::max_unpool3d_backward", _backward_vmap)

@@ -18,7 +18,7 @@ from typing import Optional, Union
 
 import torch
 
-from ._common import batch_first, invalid, real_arg, register_autograd, register_vmap, require, vmap_loop
+from ._common import batch_first, invalid, real_arg, register_autograd, register_vmap, require, reverse, vmap_loop
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
@@ -92,21 +92,18 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
 
 
 # ---------------------------------------------------------------------------
-# Autograd, forward-mode AD and vmap. With d = self - target (broadcast),
-# l'(d) = d / beta inside |d| < beta, else sign(d), and B(g) =
-# smooth_l1_loss_backward(g, self, target, ...) = norm * l'(d) * g:
+# Forward-mode AD and vmap (the backward formulas: csrc/autograd/smooth_l1.cpp).
+# With d = self - target (broadcast) and B(g) = smooth_l1_loss_backward(g, self,
+# target, ...) = norm * l'(d) * g:
 #
-#   smooth_l1_loss:          backward: d/dself = sum_to(B(grad), self.shape),
-#                                      d/dtarget = -sum_to(B(grad), target.shape)
-#                            jvp:      reduce(B_none(t_self - t_target)): 'none' as is,
-#                                      'mean' its mean, 'sum' its sum (aten's formula)
-#   smooth_l1_loss_backward: linear in grad_output: B(gg) (backward: reduced to
-#                            grad_output's shape; jvp: B(t_grad_output));
-#                            w.r.t. self and target (_second): l''(d) = norm / beta
-#                            inside |d| < beta, 0 outside (and everywhere for
-#                            beta == 0), times grad_output and v, v the incoming
-#                            gradient (backward: reduced to self's shape, negated
-#                            for target) or t_self - t_target (jvp).
+#   smooth_l1_loss:          jvp: reduce(B_none(t_self - t_target)): 'none' as is,
+#                            'mean' its mean, 'sum' its sum (aten's formula)
+#   smooth_l1_loss_backward: jvp: B(t_grad_output), plus the second derivative
+#                            (csrc/autograd/smooth_l1.cpp's second(), elementwise in
+#                            the broadcast shape) applied to t_self - t_target: the
+#                            backward formula w.r.t. self, where self has the
+#                            broadcast shape already, which is when its tangent
+#                            needs no summing
 #   vmap:                    elementwise where that is exact (reduction 'none', and
 #                            the backward's 'sum', whose norm is 1; all tensors of
 #                            one dtype, so that the batch dimension cannot change
@@ -116,11 +113,6 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
 #                            and the backward's 'mean' (norm per batch element):
 #                            the operator once per batch element.
 
-def _sum_to(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """``x`` summed over the broadcast dimensions of ``like``, in its dtype."""
-    return x.sum_to_size(like.shape).to(like.dtype)
-
-
 def _difference(t_self, t_target):
     """t_self - t_target, either of them None (no tangent)."""
     if t_target is None:
@@ -128,86 +120,30 @@ def _difference(t_self, t_target):
     return -t_target if t_self is None else t_self - t_target
 
 
-def _second(v: torch.Tensor, grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
-            reduction: int, beta: float) -> torch.Tensor:
-    """d/dself of smooth_l1_loss_backward applied to v: norm / beta * [|d| < beta] * v * grad_output,
-    in the broadcast shape. |d| is compared in the kernels' opmath; the mask is piecewise
-    constant in self and target."""
-    s, t = self.detach(), target.detach()
-    d = s - t
-    if d.dtype in (torch.float16, torch.bfloat16):
-        d = s.float() - t.float()
-    numel = math.prod(torch.broadcast_shapes(self.shape, target.shape))
-    norm = 1.0 / numel if reduction == 1 and numel > 0 else 1.0
-    h = torch.where(d.abs() < beta, v * grad_output, 0.0)  # all 0 for beta == 0
-    return h * (norm / beta) if beta > 0 else h
-
-
-def _forward_setup(ctx, inputs, output):
-    self, target, reduction, beta = inputs
-    ctx.save_for_backward(self, target)
-    ctx.save_for_forward(self, target)
-    ctx.reduction, ctx.beta = reduction, beta
-    ctx.dtype = output.dtype
-
-
-def _forward_backward(ctx, grad):
-    self, target = ctx.saved_tensors
-    need_self, need_target = ctx.needs_input_grad[:2]
-    grad_self = grad_target = None
-    if need_self or need_target:
-        g = _ops.smooth_l1_loss_backward(grad, self, target, ctx.reduction, ctx.beta)
-        if need_self:
-            grad_self = _sum_to(g, self)
-        if need_target:
-            grad_target = -_sum_to(g, target)
-    return grad_self, grad_target, None, None
-
-
-def _forward_jvp(ctx, t_self, t_target, *_):
-    self, target = ctx.saved_tensors
-    t = _ops.smooth_l1_loss_backward(_difference(t_self, t_target), self, target, 0, ctx.beta)
-    if ctx.reduction == 1:
+def _forward_jvp(args, dtype, t_self, t_target, *_):
+    self, target, reduction, beta = args
+    t = _ops.smooth_l1_loss_backward(_difference(t_self, t_target), self, target, 0, beta)
+    if reduction == 1:
         t = t.mean()
-    elif ctx.reduction == 2:
+    elif reduction == 2:
         t = t.sum()
-    return t.to(ctx.dtype)
+    return t.to(dtype)
 
 
-def _backward_setup(ctx, inputs, output):
-    grad_output, self, target, reduction, beta = inputs
-    ctx.save_for_backward(grad_output, self, target)
-    ctx.save_for_forward(grad_output, self, target)
-    ctx.reduction, ctx.beta = reduction, beta
-    ctx.dtype = output.dtype
-
-
-def _backward_backward(ctx, gg):
-    grad_output, self, target = ctx.saved_tensors
-    need_go, need_self, need_target = ctx.needs_input_grad[:3]
-    reduction, beta = ctx.reduction, ctx.beta
-    grad_go = grad_self = grad_target = None
-    if need_go:
-        grad_go = _sum_to(_ops.smooth_l1_loss_backward(gg, self, target, reduction, beta), grad_output)
-    if need_self or need_target:
-        h = _second(gg, grad_output, self, target, reduction, beta)
-        if need_self:
-            grad_self = _sum_to(h, self)
-        if need_target:
-            grad_target = -_sum_to(h, target)
-    return grad_go, grad_self, grad_target, None, None
-
-
-def _backward_jvp(ctx, t_grad_output, t_self, t_target, *_):
-    grad_output, self, target = ctx.saved_tensors
+def _backward_jvp(args, dtype, t_grad_output, t_self, t_target, *_):
+    grad_output, self, target, reduction, beta = args
     result = None
     if t_grad_output is not None:
-        result = _ops.smooth_l1_loss_backward(t_grad_output, self, target, ctx.reduction, ctx.beta)
+        result = _ops.smooth_l1_loss_backward(t_grad_output, self, target, reduction, beta)
     t = _difference(t_self, t_target)
     if t is not None:
-        h = _second(t, grad_output, self, target, ctx.reduction, ctx.beta)
+        shape = torch.broadcast_shapes(grad_output.shape, self.shape, target.shape)
+        # (self widened to the broadcast shape and the result's dtype, so that the formula
+        # neither sums nor rounds: the same d = self - target, compared in the same opmath)
+        wide = [grad_output, self.expand(shape).to(dtype), target, reduction, beta]
+        h = reverse("torch_aclnn::smooth_l1_loss_backward", wide, 1, t.expand(shape))
         result = h if result is None else result + h
-    return result.to(ctx.dtype)
+    return result.to(dtype)
 
 
 def _aligned(tensors, in_dims, batch_size):
@@ -240,8 +176,7 @@ def _backward_vmap(info, in_dims, grad_output, self, target, reduction, beta):
     return _ops.smooth_l1_loss_backward.default(g, s, t, reduction, beta), 0
 
 
-register_autograd("torch_aclnn::smooth_l1_loss", _forward_backward, setup_context=_forward_setup, jvp=_forward_jvp)
-register_autograd("torch_aclnn::smooth_l1_loss_backward", _backward_backward, setup_context=_backward_setup,
-                  jvp=_backward_jvp)
+register_autograd("torch_aclnn::smooth_l1_loss", _forward_jvp)
+register_autograd("torch_aclnn::smooth_l1_loss_backward", _backward_jvp)
 register_vmap("torch_aclnn::smooth_l1_loss", _forward_vmap)
 register_vmap("torch_aclnn::smooth_l1_loss_backward", _backward_vmap)

@@ -120,39 +120,20 @@ def upsample_nearest_exact3d_backward(grad_output: torch.Tensor, output_size: Se
 
 
 # ---------------------------------------------------------------------------
-# Autograd, forward-mode AD and vmap. forward -> backward op; backward op ->
-# forward op (it is linear in grad_output and the exact adjoint of the forward
-# with the same mapping). Both are linear in their tensor input, so the
-# tangent is the same operator applied to the tangent. vmap folds the batch
-# dimension into N (each of the N * C planes is mapped alone).
+# Forward-mode AD and vmap (the backward formulas: csrc/autograd/upsample.cpp).
+# Both operators are linear in their tensor input, so the tangent is the same
+# operator applied to the tangent. vmap folds the batch dimension into N (each
+# of the N * C planes is mapped alone).
 
 def _register(forward: str, backward: str) -> None:
     fwd_op = getattr(_ops, forward).default
     bwd_op = getattr(_ops, backward).default
 
-    def forward_setup(ctx, inputs, output):
-        self, output_size, sd, sh, sw = inputs
-        ctx.input_size = list(self.shape)
-        ctx.output_size = list(output_size)
-        ctx.scales = (sd, sh, sw)
+    def forward_jvp(args, dtype, t, *_):
+        return fwd_op(t, *args[1:])
 
-    def forward_grad(ctx, grad):
-        return bwd_op(grad, ctx.output_size, ctx.input_size, *ctx.scales), None, None, None, None
-
-    def forward_jvp(ctx, t, *_):
-        return fwd_op(t, ctx.output_size, *ctx.scales)
-
-    def backward_setup(ctx, inputs, output):
-        _, output_size, input_size, sd, sh, sw = inputs
-        ctx.output_size = list(output_size)
-        ctx.input_size = list(input_size)
-        ctx.scales = (sd, sh, sw)
-
-    def backward_grad(ctx, grad):
-        return fwd_op(grad, ctx.output_size, *ctx.scales), None, None, None, None, None
-
-    def backward_jvp(ctx, t, *_):
-        return bwd_op(t, ctx.output_size, ctx.input_size, *ctx.scales)
+    def backward_jvp(args, dtype, t, *_):
+        return bwd_op(t, *args[1:])
 
     def forward_vmap(info, in_dims, self, output_size, sd=None, sh=None, sw=None):
         x = self.movedim(in_dims[0], 0)
@@ -169,8 +150,8 @@ def _register(forward: str, backward: str) -> None:
         out = bwd_op(g.flatten(0, 1), output_size, folded, sd, sh, sw)
         return out.unflatten(0, g.shape[:2]), 0
 
-    register_autograd(f"torch_aclnn::{forward}", forward_grad, setup_context=forward_setup, jvp=forward_jvp)
-    register_autograd(f"torch_aclnn::{backward}", backward_grad, setup_context=backward_setup, jvp=backward_jvp)
+    register_autograd(f"torch_aclnn::{forward}", forward_jvp)
+    register_autograd(f"torch_aclnn::{backward}", backward_jvp)
     register_vmap(f"torch_aclnn::{forward}", forward_vmap)
     register_vmap(f"torch_aclnn::{backward}", backward_vmap)
 

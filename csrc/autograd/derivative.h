@@ -1,0 +1,123 @@
+// The reverse-mode derivative of one operator (its backward formula), as
+// csrc/autograd/<family>.cpp define them, and the registry that the
+// operators' Autograd kernel (csrc/autograd.cpp) reads.
+//
+// A formula sees the call's arguments in schema order, as IValues: the
+// tensors the derivative keeps (`Keep::value`), stride-0 stand-ins of those
+// whose shape, dtype and device it needs but not their values (`Keep::like`:
+// only those are kept, no tensor), undefined tensors for the rest, and every non-tensor
+// argument as given. It returns one gradient per schema argument (undefined
+// where none is needed or defined), computed with operators that are
+// themselves differentiable, so that double backward works.
+//
+// The same formula runs in both of the kernel's recording paths: plain
+// autograd (a C++ node) and, inside torch.func transforms or with forward-mode
+// tangents, the operator's torch.autograd.Function, whose backward calls it
+// through torch_aclnn._C._derivative (torch_aclnn/ops/_common.py).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace torch_aclnn::autograd {
+
+enum class Keep { none, value, like };
+
+using Args = std::vector<c10::IValue>;
+// (arguments, incoming gradient, needs[i]: argument i's gradient is wanted)
+using Formula = std::function<std::vector<at::Tensor>(const Args&, const at::Tensor&, const std::vector<bool>&)>;
+
+struct Derivative;
+
+// One call being recorded (csrc/autograd.cpp's Autograd kernel): the
+// operator, the dispatch keys below Autograd, and the stack with its
+// arguments.
+struct Call {
+  const Derivative* derivative;
+  const c10::OperatorHandle* op;
+  c10::DispatchKeySet keyset;
+  torch::jit::Stack* stack;
+  size_t nargs;
+};
+
+// The C++ autograd node of operator Op (a tag type named after it, so that
+// grad_fn.name() names the operator). The bodies are shared: csrc/autograd.cpp.
+// Compiled autograd traces its backward into the graph it compiles
+// (is_traceable): the backward reads only what CppNode hands the tracer (the
+// saved variables and saved_data) and calls operators through the dispatcher.
+at::Tensor node_forward(torch::autograd::AutogradContext* ctx, const Call& call);
+torch::autograd::variable_list node_backward(torch::autograd::AutogradContext* ctx,
+                                             torch::autograd::variable_list grads);
+
+template <typename Op>
+struct Backward : torch::autograd::Function<Backward<Op>> {
+  static constexpr bool is_traceable = true;
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const Call& call, at::TensorList /*tensors*/) {
+    return node_forward(ctx, call);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    return node_backward(ctx, std::move(grads));
+  }
+};
+
+// Runs the call and records it (tensors: the call's tensor arguments, in
+// schema order).
+using Record = at::Tensor (*)(const Call&, at::TensorList tensors);
+
+template <typename Op>
+at::Tensor record(const Call& call, at::TensorList tensors) {
+  return Backward<Op>::apply(call, tensors);
+}
+
+struct Derivative {
+  std::string name;         // "torch_aclnn::elu"
+  Record record;
+  std::vector<Keep> keep;   // per schema argument (tensor arguments only matter)
+  Formula grad;
+};
+
+// The operator's derivative, or nullptr.
+const Derivative* find_derivative(const std::string& qualname);
+
+// Registers the derivative and the operator's Autograd kernel. Called at
+// load time, by the TORCH_ACLNN_DERIVATIVE lines.
+bool add_derivative(Derivative derivative);
+
+namespace op {}  // the tag types
+
+// TORCH_ACLNN_DERIVATIVE(elu, {Keep::value, Keep::none, ...}, formula);
+#define TORCH_ACLNN_DERIVATIVE(name, ...)                                                         \
+  namespace op {                                                                                 \
+  struct name {};                                                                                \
+  }                                                                                              \
+  static const bool torch_aclnn_derivative_##name = ::torch_aclnn::autograd::add_derivative(     \
+      {"torch_aclnn::" #name, &::torch_aclnn::autograd::record<op::name>, __VA_ARGS__})
+
+// ---------------------------------------------------------------------------
+// Helpers for the formulas.
+
+// torch_aclnn::<op>(args...) through the dispatcher (boxed: the arguments as
+// the schema takes them).
+at::Tensor call(const char* op, std::vector<c10::IValue> args);
+
+// x summed over the dimensions that were broadcast to reach it from `like`,
+// in like's dtype (the gradient of a broadcast input).
+at::Tensor sum_to_like(const at::Tensor& x, const at::Tensor& like);
+
+// t's sizes as the IValue a `SymInt[]` argument takes.
+c10::IValue sizes_of(const at::Tensor& t);
+
+// The gradient for argument i when it is wanted, else undefined.
+template <typename F>
+at::Tensor if_needed(const std::vector<bool>& needs, size_t i, F&& f) {
+  return needs[i] ? f() : at::Tensor();
+}
+
+}  // namespace torch_aclnn::autograd
