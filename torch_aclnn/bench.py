@@ -491,6 +491,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op", action="append", metavar="NAME", choices=OPERATORS,
                    help="only this torch_aclnn operator (repeatable): " + ", ".join(OPERATORS))
     p.add_argument("--dtype", action="append", choices=sorted(DTYPES), help="only this dtype (repeatable)")
+    p.add_argument("--kind", choices=("throughput", "overhead"),
+                   help="only the large-tensor cases, or only the 1-element (per-call cost) cases")
     p.add_argument("--out", metavar="DIR", type=Path,
                    help="where the .md/.json/.png go (default: benchmarks/results of the source tree)")
     p.add_argument("--rounds", type=int, help="interleaved rounds per case (default: 5, quick 3)")
@@ -503,9 +505,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where the tensors live (default cpu; cuda times against aten CUDA with the CUDA targets of bench_cases.targets)")
 
 
-def select(ops=None, dtypes=None) -> list:
+def select(ops=None, dtypes=None, kind=None) -> list:
     return [c for c in bench_cases.all_cases()
-            if (not ops or c.op in ops) and (not dtypes or _short(c.dtype) in dtypes)]
+            if (not ops or c.op in ops) and (not dtypes or _short(c.dtype) in dtypes) and (not kind or c.kind == kind)]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -514,9 +516,9 @@ def main(args: argparse.Namespace) -> int:
         from . import bench_model
 
         return bench_model.main(args.device, size, args.threads, args.out or _default_out_dir())
-    cases = select(args.op, args.dtype)
+    cases = select(args.op, args.dtype, args.kind)
     if not cases:
-        print("no benchmark case matches the given --op/--dtype", file=sys.stderr)
+        print("no benchmark case matches the given --op/--dtype/--kind", file=sys.stderr)
         return 2
     device = args.device
     if device == "cuda" and not torch.cuda.is_available():

@@ -305,47 +305,53 @@ def _max_unpool_cases():
 # ---------------------------------------------------------------------------
 # 1-element calls: per-call overhead (our time / aten time)
 
-def _overhead_cases():
+def _overhead_cases(grad: bool):
+    """1-element calls with autograd off (grad=False: no input requires grad)
+    or on (every floating input requires grad, so both sides record the call
+    for backward)."""
     f32 = torch.float32
     one5 = [1, 1, 1, 1, 1]
 
+    def randn(shape):
+        return torch.randn(shape).requires_grad_(grad)
+
     def ups(fwd, aten_fwd, aten_bwd):
         def f(size):
-            x = torch.randn(one5)
+            x = randn(one5)
             return Setup(lambda: getattr(_ours, fwd)(x, [1, 1, 1]), lambda: aten_fwd(x, [1, 1, 1]), [x])
 
         def b(size):
-            g = torch.randn(one5)
+            g = randn(one5)
             return Setup(lambda: getattr(_ours, f"{fwd}_backward")(g, [1, 1, 1], one5),
                          lambda: aten_bwd(g, [1, 1, 1], one5), [g])
         return [(fwd, f, _name(aten_fwd)),
                 (f"{fwd}_backward", b, _name(aten_bwd))]
 
     def elu(size):
-        x = torch.randn(1)
+        x = randn(1)
         return Setup(lambda: _ours.elu(x, 1.0, 1.0, 1.0), lambda: F.elu(x), [x])
 
     def elu_b(size):
-        g, x = torch.randn(1), torch.randn(1)
+        g, x = randn(1), randn(1)
         return Setup(lambda: _ours.elu_backward(g, 1.0, 1.0, 1.0, False, x),
                      lambda: _aten.elu_backward(g, 1.0, 1.0, 1.0, False, x), [g, x])
 
     def sl1(size):
-        a, b = torch.randn(1), torch.randn(1)
+        a, b = randn(1), randn(1)
         return Setup(lambda: _ours.smooth_l1_loss(a, b, 1, 1.0), lambda: F.smooth_l1_loss(a, b), [a, b])
 
     def sl1_b(size):
-        g, a, b = torch.tensor(1.0), torch.randn(1), torch.randn(1)
+        g, a, b = randn(()), randn(1), randn(1)
         return Setup(lambda: _ours.smooth_l1_loss_backward(g, a, b, 1, 1.0),
                      lambda: _aten.smooth_l1_loss_backward(g, a, b, 1, 1.0), [g, a, b])
 
     def unpool(size):
-        x, idx = torch.randn(one5), torch.zeros(one5, dtype=torch.int64)
+        x, idx = randn(one5), torch.zeros(one5, dtype=torch.int64)
         return Setup(lambda: _ours.max_unpool3d(x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]),
                      lambda: F.max_unpool3d(x, idx, 1, output_size=[1, 1, 1]), [x, idx])
 
     def unpool_b(size):
-        g, x, idx = torch.randn(one5), torch.randn(one5), torch.zeros(one5, dtype=torch.int64)
+        g, x, idx = randn(one5), randn(one5), torch.zeros(one5, dtype=torch.int64)
         return Setup(lambda: _ours.max_unpool3d_backward(g, x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]),
                      lambda: g.flatten(-3).gather(-1, idx.flatten(-3)).view(x.shape), [g, idx])
 
@@ -357,7 +363,8 @@ def _overhead_cases():
                   ("smooth_l1_loss_backward", sl1_b, "aten.smooth_l1_loss_backward (mean)"),
                   ("max_unpool3d", unpool, "F.max_unpool3d"),
                   ("max_unpool3d_backward", unpool_b, "gather")])
-    return [Case(op, "1 element", f32, "functional", build, kind="overhead", aten_name=aten, target_overhead=1.5)
+    name, target = ("1 element, autograd on", 1.2) if grad else ("1 element", 1.5)
+    return [Case(op, name, f32, "functional", build, kind="overhead", aten_name=aten, target_overhead=target)
             for op, build, aten in entries]
 
 
@@ -381,5 +388,6 @@ def targets(case: Case, device: str) -> tuple:
 
 
 def all_cases() -> list[Case]:
-    return _upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _overhead_cases()
+    return (_upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _overhead_cases(False)
+            + _overhead_cases(True))
 
