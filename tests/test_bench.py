@@ -51,7 +51,7 @@ def test_one_op_tiny(tmp_path, capsys):
     lines = md.splitlines()
     assert any(line.startswith("| operator | case | dtype | form | aten ms | ours ms | ratio | spread") and
                "| floor ms | at floor |" in line for line in lines)
-    assert any(line.startswith("| operator | aten call | aten µs | ours µs | ours/aten") for line in lines)
+    assert any(line.startswith("| operator | case | aten call | aten µs | ours µs | ours/aten") for line in lines)
     assert sum(line.startswith(f"| {OP} |") for line in lines) == len(rows)
     out = capsys.readouterr().out
     assert "### Throughput" in out and "json:" in out and "chart:" in out

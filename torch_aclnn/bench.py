@@ -394,10 +394,10 @@ def markdown(report: dict) -> str:
     ovh = [r for r in rows if r["kind"] == "overhead" and r["status"] == "ok"]
     if ovh:
         out += ["\n### Per-call overhead (1-element tensors; ours/aten = torch_aclnn time / aten time)\n",
-                "| operator | aten call | aten µs | ours µs | ours/aten | spread | target | met |",
-                "|---|---|--:|--:|--:|--:|---|---|"]
+                "| operator | case | aten call | aten µs | ours µs | ours/aten | spread | target | met |",
+                "|---|---|---|--:|--:|--:|--:|---|---|"]
         for r in ovh:
-            out.append(f"| {r['op']} | {r['aten']} | {r['aten_s'] * 1e6:.1f} | {r['ours_s'] * 1e6:.1f} "
+            out.append(f"| {r['op']} | {r['case']} | {r['aten']} | {r['aten_s'] * 1e6:.1f} | {r['ours_s'] * 1e6:.1f} "
                        f"| {r['overhead']:.2f} | {r['spread_pct']:.0f}% | {_target_cell(r)} | {_met_cell(r)} |")
     judged = [r for r in rows if r["status"] == "ok" and r.get("met") is not None]
     missed = [r for r in judged if not r["met"]]
