@@ -10,8 +10,7 @@
 //   - a gradient needed, outside torch.func transforms and without
 //     tangents (plain training): a C++ autograd node records the call
 //     (torch::autograd::Function, so compiled autograd traces it too); its
-//     backward is the C++ formula. No Python runs: this path costs about as
-//     much as aten's own generated autograd kernels;
+//     backward is the C++ formula. No Python runs, forward or backward;
 //   - a forward-mode tangent, or inside a torch.func transform (grad, vjp,
 //     jvp, jacrev, jacfwd, vmap, ...): the operator's torch.autograd.Function
 //     (torch_aclnn/ops/_common.py register_autograd), whose backward calls the

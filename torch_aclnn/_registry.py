@@ -1,9 +1,10 @@
 """The operator families: the one list the Python side is driven by.
 
 A family is one stem shared by every layer: csrc/contracts/<stem>.h,
-csrc/{cpu,cuda,meta}/<stem>.*, torch_aclnn/ops/<stem>.py (Python API and
-autograd), torch_aclnn/npu/<stem>.py (NPU glue), torch_aclnn/testing/<stem>.py
-(OpInfos) and tests/test_<stem>.py. Its entry here names its operators and
+csrc/{cpu,cuda,autograd}/<stem>.* (kernels, backward formulas),
+torch_aclnn/ops/<stem>.py (Python API, forward-mode AD and vmap),
+torch_aclnn/npu/<stem>.py (NPU glue), torch_aclnn/testing/<stem>.py (OpInfos)
+and tests/test_<stem>.py. Its entry here names its operators and
 the autocast rule of their aten counterparts; the package imports the
 family modules (ops, npu, testing) from this list, registers the autocast
 rules, probes the build and lists the benchmarked operators from it.

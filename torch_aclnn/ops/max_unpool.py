@@ -3,7 +3,8 @@
 
 The family's other files share its stem (torch_aclnn/_registry.py):
 csrc/contracts/max_unpool.h, csrc/cpu/max_unpool.cpp, csrc/cuda/max_unpool.cu, torch_aclnn/npu/max_unpool.py,
-torch_aclnn/testing/max_unpool.py. Its autograd formulas are below.
+torch_aclnn/testing/max_unpool.py, and csrc/autograd/max_unpool.cpp (the backward formulas).
+Its forward-mode formulas and vmap rules are below.
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@ aclnnSmoothL1LossBackward.
 
 The family's other files share its stem (torch_aclnn/_registry.py):
 csrc/contracts/smooth_l1.h, csrc/cpu/smooth_l1.cpp, csrc/cuda/smooth_l1.cu, torch_aclnn/npu/smooth_l1.py,
-torch_aclnn/testing/smooth_l1.py. Its autograd formulas are below.
+torch_aclnn/testing/smooth_l1.py, and csrc/autograd/smooth_l1.cpp (the backward formulas).
+Its forward-mode formulas and vmap rules are below.
 
 Semantics that differ from aten's raw ``smooth_l1_loss_backward`` (by design,
 docs/spec.md §4): with ``beta == 0`` the gradient is ``sign(d)`` with ``sign(0) = 0``

@@ -2,7 +2,8 @@
 
 The family's other files share its stem (torch_aclnn/_registry.py):
 csrc/contracts/upsample.h, csrc/cpu/upsample.cpp, csrc/cuda/upsample.cu, torch_aclnn/npu/upsample.py,
-torch_aclnn/testing/upsample.py. Its autograd formulas are below.
+torch_aclnn/testing/upsample.py, and csrc/autograd/upsample.cpp (the backward formulas).
+Its forward-mode formulas and vmap rules are below.
 """
 from __future__ import annotations
 
