@@ -10,6 +10,7 @@ import sys
 import pytest
 import torch
 
+import torch_aclnn
 from torch_aclnn.testing import OPS, make_layout, tolerance
 
 OP_DTYPES = [pytest.param(name, dt, id=f"{name}-{str(dt).replace('torch.', '')}")
@@ -190,6 +191,23 @@ def test_plain_autograd_records_and_differentiates_without_python(device, name):
     grads = []
     assert not ours(_python_calls(lambda: grads.extend(torch.autograd.grad(out[0].sum(), inputs))))
     assert all(g is not None for g in grads)
+
+
+@pytest.mark.parametrize("name", FLOAT_OPS)
+def test_recorded_call_saves_only_the_tensors_its_formula_keeps(device, name):
+    """A recorded call saves (as torch.autograd.graph's hooks see it) exactly
+    the arguments its derivative keeps by value: an argument whose shape,
+    dtype and device are all the formula needs is kept as those, not as a
+    tensor (torch.utils.checkpoint compares these counts with a recomputation
+    that may run aten's operators)."""
+    info = OPS[name]
+    s = next(iter(info.samples(device, torch.float64, True)))
+    keep = torch_aclnn._C._derivative_keep(f"torch_aclnn::{info.name}")
+    packed = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
+        info.op(*s.args, **s.kwargs)
+    assert len(packed) == keep.count("value"), (keep, [t.shape for t in packed])
+    assert all(k in ("value", "like", None) for k in keep)
 
 
 @pytest.mark.parametrize("name", FLOAT_OPS)
