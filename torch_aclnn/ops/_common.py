@@ -60,8 +60,8 @@ def register_autograd(qualname: str, jvp: Callable) -> type:
     ``torch_aclnn._C._derivative``), which plain autograd runs without this
     class; ``jvp(args, dtype, *tangents)`` is the forward-mode formula, given
     the call's arguments in schema order (the tensors the derivative keeps,
-    the others None), the result's dtype and one tangent (or None) per
-    argument. ``generate_vmap_rule``
+    stand-ins for those it keeps "like", None for the others), the result's
+    dtype and one tangent (or None) per argument. ``generate_vmap_rule``
     builds its vmap rule from the operators' own (:func:`register_vmap`),
     which torch.func's transforms over it (jacrev, jacfwd, hessian, vmap of
     grad) need. Returns the class.
