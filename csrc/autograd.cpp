@@ -94,10 +94,39 @@ bool add_derivative(Derivative derivative) {
   return true;
 }
 
+void resolve_derivatives() {
+  for (auto& [name, d] : derivatives()) {
+    const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), "");
+    const auto& arguments = handle.schema().arguments();
+    TORCH_INTERNAL_ASSERT(arguments.size() == d.keep.size(), name, ": one Keep per schema argument expected");
+    d.is_tensor.clear();
+    for (const auto& a : arguments) {
+      const bool tensor = a.type()->kind() == c10::TensorType::Kind;
+      TORCH_INTERNAL_ASSERT(tensor || a.type()->str().find("Tensor") == std::string::npos, name, ": argument ",
+                            a.name(), " is ", a.type()->str(), " (Tensor? and Tensor[] need a per-call test)");
+      d.is_tensor.push_back(tensor);
+    }
+  }
+}
+
 at::Tensor call(const char* op, std::vector<c10::IValue> args) {
-  const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow((std::string("torch_aclnn::") + op).c_str(), "");
+  // The formulas name their operators with string literals: the handle is
+  // looked up once per literal (the dispatcher's lookup builds the name's
+  // strings and hashes them, on every backward otherwise).
+  static auto* mutex = new std::mutex();
+  static auto* handles = new std::unordered_map<const char*, c10::OperatorHandle>();
+  const c10::OperatorHandle* handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(*mutex);
+    auto it = handles->find(op);
+    if (it == handles->end()) {
+      it = handles->emplace(op, c10::Dispatcher::singleton().findSchemaOrThrow(
+                                    (std::string("torch_aclnn::") + op).c_str(), "")).first;
+    }
+    handle = &it->second;  // (unordered_map nodes are stable)
+  }
   torch::jit::Stack stack = std::move(args);
-  handle.callBoxed(stack);
+  handle->callBoxed(stack);
   return stack.back().toTensor();
 }
 
@@ -146,17 +175,16 @@ at::Tensor stand_in(const c10::IValue& like) {
 // formula. The node keeps the tensors the derivative keeps (Keep::value) as
 // saved variables, and in saved_data the operator's name and its arguments
 // with every tensor replaced by None, or for Keep::like by its like_of()
+// (which arguments are tensors is the operator's: Derivative::is_tensor)
 // (compiled autograd hashes these into its cache key: they are constants of
 // the traced backward).
 at::Tensor node_forward(torch::autograd::AutogradContext* ctx, const Call& call) {
   torch::jit::Stack& stack = *call.stack;
   c10::impl::GenericList args(c10::AnyType::get());
-  c10::List<bool> is_tensor;
   std::vector<at::Tensor> kept;
   for (size_t i = 0; i < call.nargs; ++i) {
     const c10::IValue& v = stack[stack.size() - call.nargs + i];
-    is_tensor.push_back(v.isTensor());
-    if (!v.isTensor()) {
+    if (!call.derivative->is_tensor[i]) {
       args.push_back(v);
       continue;
     }
@@ -172,7 +200,6 @@ at::Tensor node_forward(torch::autograd::AutogradContext* ctx, const Call& call)
   ctx->save_for_backward(kept);
   ctx->saved_data["op"] = call.derivative->name;
   ctx->saved_data["args"] = std::move(args);
-  ctx->saved_data["is_tensor"] = std::move(is_tensor);
   return output;
 }
 
@@ -182,12 +209,12 @@ torch::autograd::variable_list node_backward(torch::autograd::AutogradContext* c
   TORCH_INTERNAL_ASSERT(derivative != nullptr && grads.size() == 1);
   const torch::autograd::variable_list kept = ctx->get_saved_variables();
   const c10::List<c10::IValue> saved = ctx->saved_data["args"].toList();
-  const c10::List<bool> is_tensor = ctx->saved_data["is_tensor"].toBoolList();
+  const std::vector<bool>& is_tensor = derivative->is_tensor;
   Args args;
   std::vector<bool> needs;
   size_t k = 0, tensor = 0;
   for (size_t i = 0; i < saved.size(); ++i) {
-    if (!is_tensor.get(i)) {
+    if (!is_tensor[i]) {
       args.push_back(saved.get(i));
       needs.push_back(false);
       continue;
@@ -201,7 +228,7 @@ torch::autograd::variable_list node_backward(torch::autograd::AutogradContext* c
   const std::vector<at::Tensor> result = derivative->grad(args, grads[0], needs);
   torch::autograd::variable_list out = {at::Tensor()};  // (the Call argument)
   for (size_t i = 0; i < saved.size(); ++i) {
-    if (is_tensor.get(i)) out.push_back(needs[i] ? result.at(i) : at::Tensor());
+    if (is_tensor[i]) out.push_back(needs[i] ? result.at(i) : at::Tensor());
   }
   return out;
 }

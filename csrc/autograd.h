@@ -25,6 +25,11 @@ PyObject* derivative_keep(PyObject* self, PyObject* args);
 // "like") and None for the tensors not kept.
 PyObject* derivative(PyObject* self, PyObject* args);
 
+// Reads each derivative's operator schema once: which arguments are tensors
+// (the derivatives register at load time, before the schemas they belong
+// to may exist). Called once, by the module init. Throws on failure.
+void resolve_derivatives();
+
 // The Autograd and ADInplaceOrView kernels of every torch_aclnn overload that
 // writes an argument (the out= overloads): aten's out= rules. Called once, by
 // the module init, after the schemas are registered. Throws on failure.

@@ -21,6 +21,7 @@ extern "C" {
 // csrc/autograd.cpp).
 PyMODINIT_FUNC PyInit__C(void) {
   try {
+    torch_aclnn::autograd::resolve_derivatives();
     torch_aclnn::autograd::register_out_kernels();
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_ImportError, e.what());

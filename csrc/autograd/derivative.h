@@ -81,6 +81,7 @@ struct Derivative {
   Record record;
   std::vector<Keep> keep;   // per schema argument (tensor arguments only matter)
   Formula grad;
+  std::vector<bool> is_tensor;  // per schema argument: a Tensor (filled at import: resolve_derivatives)
 };
 
 // The operator's derivative, or nullptr.
