@@ -125,6 +125,53 @@ def _contract(fn: Callable, *args):
         raise
 
 
+_UNPLAIN = object()
+
+
+def _key_part(v):
+    """A hashable stand-in for an argument equal only to those of the same
+    values and types (None, bool, int, float, or a list / tuple of ints and
+    floats), else _UNPLAIN."""
+    t = type(v)
+    if v is None or t is int or t is float or t is bool:
+        return t, v
+    if t is list or t is tuple:
+        types = tuple(type(e) for e in v)
+        if all(e is int or e is float for e in types):
+            return types, tuple(v)
+    return _UNPLAIN
+
+
+# (plan, input shape, arguments) -> the plan's result or reason; see _planned.
+_PLANS: Dict[tuple, object] = {}
+_PLANS_MAX = 1024
+
+
+def _planned(plan: Callable, op: str, input, *args):
+    """``_contract(plan, op, input, *args)``: the arithmetic on sizes and
+    plain arguments that turns F's arguments into the operator's (its output
+    size, stride, ...), or the reason it cannot. It depends only on the
+    input's shape and those arguments, and a training step repeats the same
+    calls, so in eager mode the result is kept per distinct (shape,
+    arguments) when the arguments are all plain values (:func:`_key_part`;
+    at most ``_PLANS_MAX`` of them, then the cache starts over). Compiled code
+    plans at trace time. The results are shared: callers must not modify them."""
+    if torch.compiler.is_compiling():
+        return _contract(plan, op, input, *args)
+    shape = tuple(input.shape)
+    parts = tuple(_key_part(v) for v in args)
+    if _UNPLAIN in parts or not all(type(s) is int for s in shape):  # (symbolic sizes outside dynamo)
+        return _contract(plan, op, input, *args)
+    key = (plan, op, shape) + parts
+    hit = _PLANS.get(key)
+    if hit is None:
+        hit = _contract(plan, op, input, *args)
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = hit
+    return hit
+
+
 # ---------------------------------------------------------------------------
 # One decision per torch function, with its signature.
 
@@ -152,7 +199,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     for s in input.shape[1:]:
         if not s > 0:  # (torch refuses an empty C, D, H or W; an empty N is fine)
             return "an empty C, D, H or W axis"
-    resolved = _contract(_up._resolve, op, input, size, scale_factor, recompute_scale_factor)
+    resolved = _planned(_up._resolve, op, input, size, scale_factor, recompute_scale_factor)
     if isinstance(resolved, str):
         return resolved
     output_size, scales = resolved
@@ -295,7 +342,7 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     if not all(_ints(v) for v in (kernel_size, padding) + (() if stride is None else (stride,))
                + (() if output_size is None else (output_size,))):
         return "kernel_size, stride, padding or output_size not ints"
-    plan = _contract(_unpool.plan, "max_unpool3d", input, kernel_size, stride, padding, output_size)
+    plan = _planned(_unpool.plan, "max_unpool3d", input, kernel_size, stride, padding, output_size)
     if isinstance(plan, str):
         return plan
     size, stride, padding = plan
