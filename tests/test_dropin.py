@@ -468,3 +468,32 @@ def test_convert_swaps_a_shared_module_everywhere():
     s = tnn.ELU()
     m = tann.convert(tnn.Sequential(s, tnn.Sequential(s), s))
     assert type(m[0]) is tann.ELU and m[0] is m[1][0] is m[2]
+
+
+def test_plans_are_kept_per_shape_and_arguments(monkeypatch):
+    """interpolate's and max_unpool3d's plans (output size and the rules on it) are kept
+    per input shape and plain arguments in eager mode; anything else is planned per call."""
+    from torch_aclnn import _dropin
+
+    monkeypatch.setattr(_dropin, "_PLANS", {})
+    x = torch.randn(1, 2, 3, 4, 5)
+    calls = [lambda: TF.interpolate(x, scale_factor=2), lambda: TF.interpolate(x, scale_factor=2),
+             lambda: TF.interpolate(x, scale_factor=2.0),             # another type: its own entry
+             lambda: TF.interpolate(x[:, :, :2], scale_factor=2),     # another shape
+             lambda: TF.interpolate(x, scale_factor=np.float64(2))]   # not a plain value: not kept
+    sizes = []
+    for call in calls:
+        assert torch.equal(call(), F.interpolate(x if call is not calls[3] else x[:, :, :2], scale_factor=2))
+        sizes.append(len(_dropin._PLANS))
+    assert sizes == [1, 1, 2, 3, 3]
+    for _ in range(2):  # a reason is kept too: the call still gets torch's own error
+        with pytest.raises(ValueError, match="recompute_scale_factor"):
+            TF.interpolate(x, size=4, recompute_scale_factor=True)
+    assert sum(isinstance(v, str) for v in _dropin._PLANS.values()) == 1
+    pooled, indices = F.max_pool3d(torch.randn(1, 2, 4, 4, 4), 2, return_indices=True)
+    for _ in range(2):
+        assert torch.equal(TF.max_unpool3d(pooled, indices, 2), F.max_unpool3d(pooled, indices, 2))
+    assert len(_dropin._PLANS) == 5
+    monkeypatch.setattr(_dropin, "_PLANS_MAX", 5)
+    TF.interpolate(x, size=3)  # full: the cache starts over
+    assert len(_dropin._PLANS) == 1

@@ -1,0 +1,115 @@
+"""What a TorchFunctionMode costs a host-bound training step, and so patch().
+
+    python benchmarks/mode_cost.py [--rounds 15] [--steps 20] [--threads 1]
+                                   [--device cuda --size 2 16 64]
+
+Times one training step of a torch_aclnn/bench_model.py U-Net (by default the
+smallest, batch 1, 2 channels, 8³ on the CPU: the kernels take microseconds,
+so the step time is the per-call cost on the host) four ways, alternating
+within each round:
+
+    torch        the model as it is
+    empty mode   inside a TorchFunctionMode whose __torch_function__ only
+                 calls the function (the least any mode can do)
+    patch()      inside torch_aclnn.patched()
+    convert()    torch_aclnn.nn.convert() of the model, no mode
+
+and the cost of one tensor attribute read (``p.grad``) with and without the
+empty mode. A mode sees every torch call of the step, the optimizer's
+per-parameter reads included, so "empty mode" against "torch" is the part of
+patch()'s cost that no work inside torch_aclnn's handler can remove.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import statistics
+import time
+import timeit
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+import torch_aclnn
+from torch_aclnn import bench_model
+
+
+class EmptyMode(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class CountingMode(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _stepper(model, batch, context):
+    loss_fn = torch.nn.SmoothL1Loss(beta=0.1)
+    optim = torch.optim.SGD(model.parameters(), lr=1e-4)
+    noisy, clean = batch
+
+    def step():
+        with context():
+            optim.zero_grad(set_to_none=True)
+            loss_fn(model(noisy), clean).backward()
+            optim.step()
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--size", type=int, nargs=3, default=(1, 2, 8), metavar=("BATCH", "CHANNELS", "EDGE"))
+    a = parser.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    n, c, edge = a.size
+    base = bench_model.UNet3d(torch.nn, c).to(a.device)
+    batch = bench_model._batch(n, edge, a.device)
+    steps = {"torch": _stepper(copy.deepcopy(base), batch, contextlib.nullcontext),
+             "empty mode": _stepper(copy.deepcopy(base), batch, EmptyMode),
+             "patch()": _stepper(copy.deepcopy(base), batch, torch_aclnn.patched),
+             "convert()": _stepper(torch_aclnn.nn.convert(copy.deepcopy(base)), batch, contextlib.nullcontext)}
+    counter = CountingMode()
+    with counter:
+        _stepper(copy.deepcopy(base), batch, contextlib.nullcontext)()
+    for step in steps.values():
+        for _ in range(a.steps):
+            step()
+    times = {name: [] for name in steps}
+    for r in range(a.rounds):
+        order = list(steps.items())
+        for name, step in order[r % len(order):] + order[:r % len(order)]:
+            bench_model._sync(a.device)
+            t0 = time.perf_counter()
+            for _ in range(a.steps):
+                step()
+            bench_model._sync(a.device)
+            times[name].append((time.perf_counter() - t0) / a.steps)
+    ref = statistics.median(times["torch"])
+    print(f"step of batch {n}, {c} channels, {edge}^3 on {a.device} ({a.threads} thread(s)), median of {a.rounds} "
+          f"rounds of {a.steps} steps; {counter.calls} torch calls per step reach a mode")
+    for name, ts in times.items():
+        t = statistics.median(ts)
+        print(f"  {name:11s} {t * 1e6:8.0f} us/step   torch / this = {ref / t:.2f}x")
+    p = torch.nn.Parameter(torch.ones(3))
+    p.grad = torch.ones(3)
+    plain = min(timeit.repeat(lambda: p.grad, number=100000, repeat=7)) / 100000
+    with EmptyMode():
+        moded = min(timeit.repeat(lambda: p.grad, number=100000, repeat=7)) / 100000
+    print(f"p.grad: {plain * 1e9:.0f} ns plain, {moded * 1e9:.0f} ns inside the empty mode")
+
+
+if __name__ == "__main__":
+    main()
