@@ -175,9 +175,9 @@ at::Tensor stand_in(const c10::IValue& like) {
 // formula. The node keeps the tensors the derivative keeps (Keep::value) as
 // saved variables, and in saved_data the operator's name and its arguments
 // with every tensor replaced by None, or for Keep::like by its like_of()
-// (which arguments are tensors is the operator's: Derivative::is_tensor)
 // (compiled autograd hashes these into its cache key: they are constants of
-// the traced backward).
+// the traced backward). Which arguments are tensors is the operator's
+// (Derivative::is_tensor), not the call's.
 at::Tensor node_forward(torch::autograd::AutogradContext* ctx, const Call& call) {
   torch::jit::Stack& stack = *call.stack;
   c10::impl::GenericList args(c10::AnyType::get());
@@ -346,7 +346,9 @@ void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, 
   }
   if (!needs.tangent && !at::functorch::maybeCurrentDynamicLayer().has_value()) {
     const Derivative* derivative = find_derivative(schema.name());
-    TORCH_INTERNAL_ASSERT(derivative != nullptr && derivative->keep.size() == nargs, schema.name());
+    TORCH_INTERNAL_ASSERT(derivative != nullptr && derivative->keep.size() == nargs &&
+                              derivative->is_tensor.size() == nargs,
+                          schema.name());
     std::vector<at::Tensor> tensors;
     for (size_t i = stack->size() - nargs; i < stack->size(); ++i) {
       if ((*stack)[i].isTensor()) tensors.push_back((*stack)[i].toTensor());

@@ -78,8 +78,9 @@ def _size3(v, kinds) -> bool:
 
 
 def _fits_float32(x, dtype) -> bool:
-    """A scalar the contract takes for tensors of ``dtype``: any value for
-    float64, else a value representable in float32 (+-inf and NaN included)."""
+    """A scalar routed for tensors of ``dtype``: any value for float64, else
+    NaN or a finite value representable in float32. (The contract also takes
+    +-inf; such calls are left to torch.)"""
     return dtype == torch.float64 or not abs(x) <= math.inf or abs(x) <= _FLOAT32_MAX
 
 
