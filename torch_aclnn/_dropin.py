@@ -215,9 +215,10 @@ def _elu_call(input, alpha, scale, input_scale, inplace) -> Decision:
         return why
     if input.dim() > _MAX_DIMS:
         return f"{input.dim()}-D input"
-    for v in (alpha, scale, input_scale):
-        if not _fits_float32(v, input.dtype):
-            return f"alpha={alpha!r} beyond float32"
+    dtype = input.dtype
+    if dtype != torch.float64 and not (_fits_float32(alpha, dtype) and _fits_float32(scale, dtype)
+                                       and _fits_float32(input_scale, dtype)):
+        return f"alpha={alpha!r} beyond float32"
     if inplace and input.requires_grad and torch.is_grad_enabled():
         # torch's in-place rules on tensors autograd tracks (leaves, views of
         # leaves, multi-output views, no_grad views, torch.func) are checked
