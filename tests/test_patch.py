@@ -406,3 +406,16 @@ def test_autocast_bfloat16():
     torch.testing.assert_close(got, want, rtol=1.6e-2, atol=1e-3)
     got.backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in net.parameters())
+
+
+def test_reasons_stay_bounded(monkeypatch):
+    """Reasons can quote sizes: past MAX_REASONS distinct keys, new ones are pooled."""
+    monkeypatch.setattr(torch_aclnn.PatchStats, "MAX_REASONS", 2)
+    with torch_aclnn.patched() as stats:
+        for shape, mode in (((1, 1, 2, 2, 2), "trilinear"), ((1, 1, 2, 2), "bilinear"), ((1, 1, 2, 2, 2), "area"),
+                            ((1, 1, 2), "linear")):
+            F.interpolate(torch.randn(shape), scale_factor=2, mode=mode)
+        F.interpolate(torch.randn(1, 1, 2, 2, 2), scale_factor=2, mode="trilinear")  # a known key still counts
+    assert stats.reasons == {("interpolate", "mode='trilinear'"): 2, ("interpolate", "mode='bilinear'"): 1,
+                             ("interpolate", "other reasons"): 2}
+    assert stats.passed == {"interpolate": 5}

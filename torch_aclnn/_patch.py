@@ -62,7 +62,9 @@ class PatchStats:
 
     * ``routed[name]``: calls computed by torch_aclnn;
     * ``passed[name]``: calls handed to torch unchanged;
-    * ``reasons[(name, reason)]``: why, e.g. ``("interpolate", "mode='trilinear'")``.
+    * ``reasons[(name, reason)]``: why, e.g. ``("interpolate", "mode='trilinear'")``. A
+      reason can quote sizes or values, so after ``MAX_REASONS`` distinct keys, calls with
+      a new reason count under ``(name, "other reasons")``.
 
     ``routed`` and ``passed`` count calls inside ``torch.compile``d code too,
     each time the compiled code runs: there the counter is a tensor that the
@@ -70,11 +72,19 @@ class PatchStats:
     eager calls count in plain Python ints. ``reasons`` records eager calls
     only. Only names with a non-zero count appear."""
 
+    MAX_REASONS = 256
+
     def __init__(self) -> None:
         self._eager = [[0] * len(_NAMES), [0] * len(_NAMES)]               # [routed, passed] x name
         # the same, for compiled code (on the CPU whatever torch.device(...) context is active)
         self._compiled = torch.zeros(2, len(_NAMES), dtype=torch.int64, device="cpu")
         self.reasons: Dict[tuple, int] = {}
+
+    def _add_reason(self, name: str, reason: str) -> None:
+        key = (name, reason)
+        if key not in self.reasons and len(self.reasons) >= self.MAX_REASONS:
+            key = (name, "other reasons")
+        self.reasons[key] = self.reasons.get(key, 0) + 1
 
     def _add(self, row: int, name: str) -> None:
         i = _INDEX[name]
@@ -138,8 +148,7 @@ class _RoutingMode(TorchFunctionMode):
             if stats is not None:
                 stats._add(1, name)
                 if not torch.compiler.is_compiling():
-                    key = (name, out)
-                    stats.reasons[key] = stats.reasons.get(key, 0) + 1
+                    stats._add_reason(name, out)
             return func(*args, **kwargs)
         if stats is not None:
             stats._add(0, name)
