@@ -163,3 +163,20 @@ def test_model_tiny(tmp_path):
     assert det["torch"].startswith("raises: max_unpooling3d") and det["patch()"] == "bitwise equal"
     assert set(det["routed_per_step"]) == {"interpolate", "elu", "selu", "celu", "smooth_l1_loss", "max_unpool3d"}
     assert (tmp_path / js.name.replace(".json", ".md")).read_text().startswith("# UNet3d training step")
+
+
+def test_mode_cost_script_runs():
+    """benchmarks/mode_cost.py (the host's share of a step) runs and reports its four modes."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "mode_cost.py"
+    if not script.exists():
+        pytest.skip("benchmarks/ is not beside the tests (an installed package)")
+    out = subprocess.run([sys.executable, str(script), "--rounds", "1", "--steps", "1"], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split()[0] for line in out.stdout.splitlines() if "us/step" in line]
+    assert rows == ["torch", "empty", "patch()", "convert()"], out.stdout
+    assert "torch calls per step reach a mode" in out.stdout and "inside the empty mode" in out.stdout
