@@ -96,8 +96,8 @@ bool add_derivative(Derivative derivative) {
 
 void resolve_derivatives() {
   for (auto& [name, d] : derivatives()) {
-    const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), "");
-    const auto& arguments = handle.schema().arguments();
+    d.handle = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), "");
+    const auto& arguments = d.handle->schema().arguments();
     TORCH_INTERNAL_ASSERT(arguments.size() == d.keep.size(), name, ": one Keep per schema argument expected");
     d.is_tensor.clear();
     for (const auto& a : arguments) {
@@ -502,8 +502,7 @@ PyObject* derivative(PyObject* /*self*/, PyObject* py_args) {
   if (d == nullptr) return nullptr;
   HANDLE_TH_ERRORS
   {
-    const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
-    const auto& schema_args = handle.schema().arguments();
+    const auto& schema_args = d->handle->schema().arguments();
     const pybind11::sequence seq = pybind11::reinterpret_borrow<pybind11::sequence>(arguments);
     const pybind11::sequence needs_seq = pybind11::reinterpret_borrow<pybind11::sequence>(needs_input_grad);
     TORCH_CHECK(seq.size() == schema_args.size() && needs_seq.size() == schema_args.size(), name,
@@ -512,9 +511,9 @@ PyObject* derivative(PyObject* /*self*/, PyObject* py_args) {
     std::vector<bool> needs;
     for (size_t i = 0; i < schema_args.size(); ++i) {
       const pybind11::handle v = seq[i];
-      const auto& type = schema_args[i].type();
-      const bool tensor = type->kind() == c10::TensorType::Kind;
-      args.push_back(tensor && v.is_none() ? c10::IValue(at::Tensor()) : torch::jit::toIValue(v, type));
+      const bool tensor = d->is_tensor[i];
+      args.push_back(tensor && v.is_none() ? c10::IValue(at::Tensor())
+                                           : torch::jit::toIValue(v, schema_args[i].type()));
       needs.push_back(tensor && pybind11::cast<bool>(needs_seq[i]));
     }
     const at::Tensor g = torch::jit::toIValue(pybind11::handle(grad), c10::TensorType::get()).toTensor();

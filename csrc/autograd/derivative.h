@@ -22,6 +22,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,7 +82,10 @@ struct Derivative {
   Record record;
   std::vector<Keep> keep;   // per schema argument (tensor arguments only matter)
   Formula grad;
-  std::vector<bool> is_tensor;  // per schema argument: a Tensor (filled at import: resolve_derivatives)
+  // Filled at import (resolve_derivatives): the operator, and per schema
+  // argument whether it is a Tensor.
+  std::optional<c10::OperatorHandle> handle;
+  std::vector<bool> is_tensor;
 };
 
 // The operator's derivative, or nullptr.
