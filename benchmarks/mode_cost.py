@@ -50,20 +50,6 @@ class CountingMode(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def _stepper(model, batch, context):
-    loss_fn = torch.nn.SmoothL1Loss(beta=0.1)
-    optim = torch.optim.SGD(model.parameters(), lr=1e-4)
-    noisy, clean = batch
-
-    def step():
-        with context():
-            optim.zero_grad(set_to_none=True)
-            loss_fn(model(noisy), clean).backward()
-            optim.step()
-
-    return step
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -77,13 +63,14 @@ def main() -> None:
     n, c, edge = a.size
     base = bench_model.UNet3d(torch.nn, c).to(a.device)
     batch = bench_model._batch(n, edge, a.device)
-    steps = {"torch": _stepper(copy.deepcopy(base), batch, contextlib.nullcontext),
-             "empty mode": _stepper(copy.deepcopy(base), batch, EmptyMode),
-             "patch()": _stepper(copy.deepcopy(base), batch, torch_aclnn.patched),
-             "convert()": _stepper(torch_aclnn.nn.convert(copy.deepcopy(base)), batch, contextlib.nullcontext)}
+    models = {"torch": (copy.deepcopy(base), contextlib.nullcontext),
+              "empty mode": (copy.deepcopy(base), EmptyMode),
+              "patch()": (copy.deepcopy(base), torch_aclnn.patched),
+              "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), contextlib.nullcontext)}
+    steps = {name: bench_model._stepper(model, batch, False, "", context) for name, (model, context) in models.items()}
     counter = CountingMode()
     with counter:
-        _stepper(copy.deepcopy(base), batch, contextlib.nullcontext)()
+        bench_model._stepper(copy.deepcopy(base), batch, False, "")()
     for step in steps.values():
         for _ in range(a.steps):
             step()

@@ -32,7 +32,7 @@ import socket
 import statistics
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, ContextManager, Optional
 
 import torch
 import torch.nn as tnn
@@ -92,17 +92,17 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _stepper(model: tnn.Module, batch, compiled: bool, patch: bool, backend: str) -> Callable[[], float]:
-    """A function running one training step of ``model``; returns its loss."""
-    import torch_aclnn
-
+def _stepper(model: tnn.Module, batch, compiled: bool, backend: str,
+             context: Callable[[], ContextManager] = contextlib.nullcontext) -> Callable[[], float]:
+    """A function running one training step of ``model`` inside ``context()``
+    (``torch_aclnn.patched`` for the patch() modes); returns its loss."""
     run = torch.compile(model, fullgraph=True, backend=backend) if compiled else model
     loss_fn = tnn.SmoothL1Loss(beta=0.1)
     optim = torch.optim.SGD(model.parameters(), lr=1e-4)
     noisy, clean = batch
 
     def step() -> float:
-        with torch_aclnn.patched() if patch else contextlib.nullcontext():
+        with context():
             optim.zero_grad(set_to_none=True)
             loss = loss_fn(run(noisy), clean)
             loss.backward()
@@ -115,11 +115,12 @@ def _stepper(model: tnn.Module, batch, compiled: bool, patch: bool, backend: str
 def _models(base: UNet3d) -> dict:
     import torch_aclnn
 
-    return {"torch": (copy.deepcopy(base), False, False),
-            "patch()": (copy.deepcopy(base), False, True),
-            "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), False, False),
-            "torch, compile": (copy.deepcopy(base), True, False),
-            "patch(), compile": (copy.deepcopy(base), True, True)}
+    plain, patched = contextlib.nullcontext, torch_aclnn.patched
+    return {"torch": (copy.deepcopy(base), False, plain),
+            "patch()": (copy.deepcopy(base), False, patched),
+            "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), False, plain),
+            "torch, compile": (copy.deepcopy(base), True, plain),
+            "patch(), compile": (copy.deepcopy(base), True, patched)}
 
 
 def _batch(batch: int, edge: int, device: str):
@@ -134,7 +135,7 @@ def _time_size(batch: int, channels: int, edge: int, device: str, size: str, bac
     torch.manual_seed(0)
     base = UNet3d(tnn, channels).to(device)
     data = _batch(batch, edge, device)
-    steppers = {name: _stepper(m, data, compiled, patch, backend) for name, (m, compiled, patch) in
+    steppers = {name: _stepper(m, data, compiled, backend, context) for name, (m, compiled, context) in
                 _models(base).items()}
     for step in steppers.values():
         for _ in range(warmup):
@@ -165,7 +166,8 @@ def _determinism(batch: int, channels: int, edge: int, device: str, steps: int =
     def train(patch: bool):
         torch.manual_seed(1)
         model = UNet3d(tnn, channels).to(device)
-        step = _stepper(model, _batch(batch, edge, device), False, patch, "")
+        step = _stepper(model, _batch(batch, edge, device), False, "",
+                        torch_aclnn.patched if patch else contextlib.nullcontext)
         for _ in range(steps):
             step()
         return [p.detach().clone() for p in model.parameters()]
@@ -186,7 +188,7 @@ def _determinism(batch: int, channels: int, edge: int, device: str, steps: int =
     finally:
         torch.use_deterministic_algorithms(before)
     with torch_aclnn.patched() as stats:
-        _stepper(UNet3d(tnn, channels).to(device), _batch(batch, edge, device), False, False, "")()
+        _stepper(UNet3d(tnn, channels).to(device), _batch(batch, edge, device), False, "")()
     return {"batch": batch, "channels": channels, "edge": edge, "steps": steps, "torch": torch_alone,
             "patch()": patched, "routed_per_step": stats.routed}
 
