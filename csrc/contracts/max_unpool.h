@@ -20,6 +20,7 @@
 #pragma once
 
 #include "common/contract.h"
+#include "common/planes.h"
 
 #include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>
@@ -243,28 +244,8 @@ inline Geometry geometry(const at::Tensor& self, at::IntArrayRef output_size) {
   return g;
 }
 
-// The stride that steps the flattened (D, H, W) axis of t, or -1 when its
-// last three axes cannot be addressed as one strided axis.
-inline int64_t flat_stride(const at::Tensor& t) {
-  const int64_t nd = t.dim();
-  int64_t sK = -1, inner = 1;
-  for (int64_t d = nd - 1; d >= nd - 3; --d) {
-    const int64_t size = t.size(d);
-    if (size == 1) continue;
-    if (sK < 0) {
-      sK = t.stride(d);  // inner == 1 here: every axis inside d has size 1
-    } else if (t.stride(d) != sK * inner) {
-      return -1;
-    }
-    inner *= size;
-  }
-  return sK < 0 ? 1 : sK;
-}
-
-// t itself when its D, H, W axes flatten, else a copy in `fmt`.
-inline at::Tensor flattenable(const at::Tensor& t, c10::MemoryFormat fmt) {
-  return flat_stride(t) >= 0 ? t : t.contiguous(fmt);
-}
+using planes::flat_stride;
+using planes::flattenable;
 
 // Calls f(T{}) with T the unsigned integer of t's element size.
 template <typename F>

@@ -18,10 +18,12 @@
 #include <ATen/ops/empty_like.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #if defined(__linux__)
@@ -36,6 +38,25 @@ constexpr int64_t kGrainSize = 32768;
 
 // A grain for parallel_for over items that each cost `cost` elements of work.
 inline int64_t grain_for(int64_t cost) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, cost)); }
+
+// "No bad index seen" for FirstBad.
+constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+
+// The smallest logical position of a bad index (a data-dependent contract
+// error), gathered over threads, so that the same position is reported
+// whatever the thread count.
+class FirstBad {
+ public:
+  void note(int64_t pos) {
+    int64_t cur = pos_.load(std::memory_order_relaxed);
+    while (pos < cur && !pos_.compare_exchange_weak(cur, pos, std::memory_order_relaxed)) {
+    }
+  }
+  int64_t get() const { return pos_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> pos_{kNone};
+};
 
 // Splits a flat index over `sizes` (row-major) into per-dim indices.
 template <int nd>

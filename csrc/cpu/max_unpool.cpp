@@ -37,7 +37,6 @@
 #endif
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -46,34 +45,12 @@ namespace torch_aclnn::max_unpool {
 namespace {
 
 using c10::MemoryFormat;
+using cpu::FirstBad;
 using cpu::kGrainSize;
+using cpu::kNone;
 
-constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
-
-struct Planes {
-  int64_t sN, sC, sK;
-};
-
-Planes planes_of(const at::Tensor& t) {
-  const int64_t sK = flat_stride(t);
-  TORCH_INTERNAL_ASSERT(sK >= 0, "max_unpool: D, H, W axes do not flatten");
-  return {t.stride(0), t.dim() == 5 ? t.stride(1) : 0, sK};
-}
-
-// The smallest logical position ((n*C + c)*S + i) of an out-of-range index,
-// gathered over threads.
-class FirstBad {
- public:
-  void note(int64_t pos) {
-    int64_t cur = pos_.load(std::memory_order_relaxed);
-    while (pos < cur && !pos_.compare_exchange_weak(cur, pos, std::memory_order_relaxed)) {
-    }
-  }
-  int64_t get() const { return pos_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<int64_t> pos_{kNone};
-};
+using planes::Planes;
+using planes::planes_of;
 
 // Row 15: IndexError naming the value and its position.
 void check_indices_found(const char* op, const FirstBad& bad, const Geometry& g, const int64_t* ix, Planes xp,

@@ -31,6 +31,7 @@
 // During CUDA graph capture a synchronising read-back is not allowed, so the
 // flag is not read there: out-of-range indices still read and write
 // nothing, but raise no error.
+#include "cuda/flag.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/max_unpool.cuh"
 
@@ -87,49 +88,15 @@ gather_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const
 // ---------------------------------------------------------------------------
 // Host side
 
-bool capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-  return status != cudaStreamCaptureStatusNone;
-}
-
-// The calling thread's pinned 8-byte read-back buffer (pageable memory
-// would add a staging copy), allocated on first use; nullptr if pinned
-// memory cannot be had, and the read-back then goes to pageable memory.
-int64_t* pinned_slot() {
-  struct Slot {
-    int64_t* p = nullptr;
-    Slot() {
-      if (cudaHostAlloc(reinterpret_cast<void**>(&p), sizeof(int64_t), cudaHostAllocPortable) != cudaSuccess) {
-        (void)cudaGetLastError();
-        p = nullptr;
-      }
-    }
-    ~Slot() {
-      if (p) (void)cudaFreeHost(p);  // may fail once the runtime is shutting down
-    }
-  };
-  thread_local Slot slot;
-  return slot.p;
-}
 
 // Row 15: reads the flag back (synchronising) and raises the IndexError the
 // CPU kernels raise, naming the value and its position.
 void check_flag(const char* op, const at::Tensor& flag, const Geometry& g, const at::Tensor& indices,
                 at::IntArrayRef output_size, cudaStream_t stream) {
-  if (capturing(stream)) return;
-  int64_t local = kNone;
-  int64_t* slot = pinned_slot();
-  int64_t* dst = slot ? slot : &local;
-  C10_CUDA_CHECK(cudaMemcpyAsync(dst, flag.const_data_ptr<int64_t>(), sizeof(int64_t), cudaMemcpyDeviceToHost,
-                                 stream));
-  C10_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const int64_t pos = *dst;
+  const int64_t pos = cuda::flag::read(flag, stream);
   if (C10_LIKELY(pos == kNone)) return;
   const int64_t n = pos / (g.C * g.S), c = (pos / g.S) % g.C, i = pos % g.S;
-  const auto xp = kernels::planes_of<int64_t>(indices);
-  const int64_t value =
-      indices.as_strided({1}, {1}, indices.storage_offset() + n * xp.sN + c * xp.sC + i * xp.sK).item<int64_t>();
+  const int64_t value = cuda::flag::value_at(indices, n, c, i);
   std::vector<int64_t> where = {n};
   if (g.five) where.push_back(c);
   where.insert(where.end(), {i / (g.H * g.W), (i / g.W) % g.H, i % g.W});
@@ -137,12 +104,6 @@ void check_flag(const char* op, const at::Tensor& flag, const Geometry& g, const
                     "), the flattened output_size ", fmt_list(output_size));
 }
 
-// A device flag set to kNone on the current stream.
-at::Tensor new_flag(const at::Tensor& like, cudaStream_t stream) {
-  at::Tensor flag = at::empty({1}, like.options().dtype(at::kLong));
-  C10_CUDA_CHECK(cudaMemsetAsync(flag.mutable_data_ptr<int64_t>(), kernels::kNoneByte, sizeof(int64_t), stream));
-  return flag;
-}
 
 void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const at::Tensor& indices_,
                   c10::SymIntArrayRef output_size_, at::IntArrayRef, at::IntArrayRef) {
@@ -158,7 +119,7 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const
   const bool narrow = g.S <= std::numeric_limits<int32_t>::max();
   at::Tensor winner = at::empty(out.sizes(), out.options().dtype(narrow ? at::kInt : at::kLong).memory_format(fmt));
   winner.fill_(-1);
-  at::Tensor flag = new_flag(out, stream);
+  at::Tensor flag = cuda::flag::make(out, stream);
   cuda::with_index_type(cuda::fits_32bit({&self, &indices, &out}), [&](auto index_tag) {
     using index_t = decltype(index_tag);
     const auto xp = kernels::planes_of<index_t>(indices);
@@ -206,7 +167,7 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
   const Geometry g = geometry(self, output_size);
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const bool cl = fmt == MemoryFormat::ChannelsLast3d && g.five;
-  at::Tensor flag = new_flag(grad_input, stream);
+  at::Tensor flag = cuda::flag::make(grad_input, stream);
   cuda::with_index_type(cuda::fits_32bit({&grad_output, &indices, &grad_input}), [&](auto index_tag) {
     using index_t = decltype(index_tag);
     const index_t total = static_cast<index_t>(grad_input.numel());

@@ -7,12 +7,14 @@
 //
 // Geometry (csrc/contracts/max_unpool.h, shared with the CPU kernels): a
 // tensor of shape (N, [C,] D, H, W) is N x C planes of S = D*H*W elements
-// (C = 1 for 4-D), element (n, c, k) at n*sN + c*sC + k*sK; a tensor whose
-// D, H, W axes do not flatten to one strided axis is copied once.
+// (C = 1 for 4-D), element (n, c, k) at n*sN + c*sC + k*sK (cuda/planes.cuh);
+// a tensor whose D, H, W axes do not flatten to one strided axis is copied
+// once.
 #pragma once
 
 #include "contracts/max_unpool.h"
 #include "cuda/index.cuh"
+#include "cuda/planes.cuh"
 
 #include <ATen/core/Tensor.h>
 #include <c10/macros/Macros.h>
@@ -22,72 +24,18 @@
 
 namespace torch_aclnn::max_unpool::kernels {
 
+// Planes, their walks and the position flag (cuda/planes.cuh).
+using torch_aclnn::cuda::channels_fastest;
 using torch_aclnn::cuda::Divider;
-
-// "No out-of-range index seen" in the position flag: larger than any
-// position, and a repeated byte, so one cudaMemsetAsync sets it.
-constexpr unsigned char kNoneByte = 0x7f;
-constexpr int64_t kNone = 0x7f7f7f7f7f7f7f7fLL;
-static_assert(kNone == static_cast<int64_t>(kNoneByte) * 0x0101010101010101LL);
-
-// ---------------------------------------------------------------------------
-// Host-side set-up (the CPU kernels' rules).
-
-template <typename index_t>
-struct Planes {
-  index_t sN, sC, sK;
-};
-
-template <typename index_t>
-Planes<index_t> planes_of(const at::Tensor& t) {
-  const int64_t sK = flat_stride(t);
-  TORCH_INTERNAL_ASSERT(sK >= 0, "max_unpool: D, H, W axes do not flatten");
-  return {static_cast<index_t>(t.stride(0)), static_cast<index_t>(t.dim() == 5 ? t.stride(1) : 0),
-          static_cast<index_t>(sK)};
-}
-
-// Whether walking t's planes with c fastest follows its memory order.
-inline bool channels_fastest(const at::Tensor& t, const Geometry& g) {
-  return g.five && g.C > 1 && t.stride(1) == 1;
-}
-
-// A flat index in walk order -> (n, c, k) for planes of `plane` elements:
-// (n, c, k) order (k fastest) or, channels_last, (n, k, c) order (c fastest).
-template <typename index_t>
-struct Walk {
-  Divider<index_t> plane, channels;
-  Walk() = default;
-  Walk(int64_t plane_size, int64_t C)
-      : plane(static_cast<index_t>(plane_size)), channels(static_cast<index_t>(C)) {}
-
-  template <bool channels_last>
-  C10_HOST_DEVICE inline void split(index_t p, index_t& n, index_t& c, index_t& k) const {
-    if constexpr (channels_last) {
-      const auto nk = channels.divmod(p);
-      c = nk.mod;
-      const auto q = plane.divmod(nk.div);
-      n = q.div;
-      k = q.mod;
-    } else {
-      const auto nc = plane.divmod(p);
-      k = nc.mod;
-      const auto q = channels.divmod(nc.div);
-      n = q.div;
-      c = q.mod;
-    }
-  }
-};
+using torch_aclnn::cuda::kNone;
+using torch_aclnn::cuda::kNoneByte;
+using torch_aclnn::cuda::note_bad;
+using torch_aclnn::cuda::Planes;
+using torch_aclnn::cuda::planes_of;
+using torch_aclnn::cuda::Walk;
 
 // ---------------------------------------------------------------------------
 // Atomics (device) and their sequential host forms.
-
-C10_HOST_DEVICE inline void note_bad(int64_t* flag, int64_t pos) {
-#if defined(__CUDA_ARCH__)
-  atomicMin(reinterpret_cast<long long*>(flag), static_cast<long long>(pos));
-#else
-  if (pos < *flag) *flag = pos;
-#endif
-}
 
 C10_HOST_DEVICE inline void claim(int32_t* w, int32_t i) {
 #if defined(__CUDA_ARCH__)

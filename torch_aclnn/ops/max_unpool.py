@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import (INT64_MAX, batch_first, int_array, int_list, invalid, register_autograd, register_vmap,
+from ._common import (INT64_MAX, fold_batch, int_array, int_list, invalid, register_autograd, register_vmap,
                       require, vmap_loop)
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
@@ -146,18 +146,8 @@ def _backward_jvp(args, dtype, t_grad_output, *_):
     return _ops.max_unpool3d_backward(t_grad_output, self_like, indices, output_size, stride, padding)
 
 
-def _folded(tensors, in_dims, batch_size):
-    """(the tensors with the batch dimension folded into N, (batch, N)), or
-    None where their logical ranks do not fit the contract (left to the
-    unbatched calls, whose error it is)."""
-    full = [batch_first(t, d, batch_size) for t, d in zip(tensors, in_dims)]
-    if any(t.dim() != full[0].dim() for t in full) or full[0].dim() not in (5, 6):
-        return None
-    return [t.flatten(0, 1) for t in full], full[0].shape[:2]
-
-
 def _forward_vmap(info, in_dims, self, indices, output_size, stride, padding):
-    folded = _folded((self, indices), in_dims[:2], info.batch_size)
+    folded = fold_batch((self, indices), in_dims[:2], info.batch_size)
     if folded is None:
         return vmap_loop(_ops.max_unpool3d.default, info.batch_size, in_dims, self, indices, output_size, stride,
                          padding)
@@ -169,7 +159,7 @@ def _backward_vmap(info, in_dims, grad_output, self, indices, output_size, strid
     args = (grad_output, self, indices, output_size, stride, padding)
     if in_dims[1] is None:  # self lends only its shape and dtype: no copy of it per batch element
         self = self.new_zeros(()).expand(self.shape)
-    folded = _folded((grad_output, self, indices), in_dims[:3], info.batch_size)
+    folded = fold_batch((grad_output, self, indices), in_dims[:3], info.batch_size)
     if folded is None:
         return vmap_loop(_ops.max_unpool3d_backward.default, info.batch_size, in_dims, *args)
     (g, s, i), batch_n = folded
