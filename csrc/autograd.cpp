@@ -99,8 +99,13 @@ void resolve_derivatives() {
     d.handle = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), "");
     const auto& arguments = d.handle->schema().arguments();
     TORCH_INTERNAL_ASSERT(arguments.size() == d.keep.size(), name, ": one Keep per schema argument expected");
+    const size_t nresults = d.handle->schema().returns().size();
+    TORCH_INTERNAL_ASSERT(nresults == 1 ? d.results.empty() : d.results.size() == nresults, name,
+                          ": one Keep per schema result expected for an operator with several results");
     d.is_tensor.clear();
+    d.is_list.clear();
     for (const auto& a : arguments) {
+      d.is_list.push_back(a.type()->kind() == c10::ListType::Kind);  // (int[], SymInt[]: not optional)
       const bool tensor = a.type()->kind() == c10::TensorType::Kind;
       TORCH_INTERNAL_ASSERT(tensor || a.type()->str().find("Tensor") == std::string::npos, name, ": argument ",
                             a.name(), " is ", a.type()->str(), " (Tensor? and Tensor[] need a per-call test)");
@@ -178,14 +183,16 @@ at::Tensor stand_in(const c10::IValue& like) {
 // (compiled autograd hashes these into its cache key: they are constants of
 // the traced backward). Which arguments are tensors is the operator's
 // (Derivative::is_tensor), not the call's.
-at::Tensor node_forward(torch::autograd::AutogradContext* ctx, const Call& call) {
+torch::autograd::variable_list node_forward(torch::autograd::AutogradContext* ctx, const Call& call) {
   torch::jit::Stack& stack = *call.stack;
   c10::impl::GenericList args(c10::AnyType::get());
   std::vector<at::Tensor> kept;
   for (size_t i = 0; i < call.nargs; ++i) {
     const c10::IValue& v = stack[stack.size() - call.nargs + i];
     if (!call.derivative->is_tensor[i]) {
-      args.push_back(v);
+      // An empty list argument is kept as None (compiled autograd cannot
+      // type an empty list in saved_data); node_backward gives it back.
+      args.push_back(call.derivative->is_list[i] && v.toListRef().empty() ? c10::IValue() : v);
       continue;
     }
     const Keep keep = call.derivative->keep[i];
@@ -196,17 +203,29 @@ at::Tensor node_forward(torch::autograd::AutogradContext* ctx, const Call& call)
     at::AutoDispatchBelowAutograd below;
     call.op->redispatchBoxed(call.keyset & c10::after_autograd_keyset, &stack);
   }
-  at::Tensor output = torch::jit::pop(stack).toTensor();
+  const size_t nresults = std::max<size_t>(1, call.derivative->results.size());
+  torch::autograd::variable_list outputs;
+  for (size_t r = 0; r < nresults; ++r) outputs.push_back(stack[stack.size() - nresults + r].toTensor());
+  torch::jit::drop(stack, nresults);
+  for (size_t r = 0; r < call.derivative->results.size(); ++r) {
+    if (call.derivative->results[r] == Keep::value) kept.push_back(outputs[r]);
+  }
+  // The other results are integer tensors, which autograd never
+  // differentiates (marking them would keep compiled autograd away).
+  for (size_t r = 1; r < nresults; ++r) {
+    TORCH_INTERNAL_ASSERT(!torch::autograd::isDifferentiableType(outputs[r].scalar_type()), call.derivative->name,
+                          ": only the first result may be differentiable");
+  }
   ctx->save_for_backward(kept);
   ctx->saved_data["op"] = call.derivative->name;
   ctx->saved_data["args"] = std::move(args);
-  return output;
+  return outputs;
 }
 
 torch::autograd::variable_list node_backward(torch::autograd::AutogradContext* ctx,
                                              torch::autograd::variable_list grads) {
   const Derivative* derivative = find_derivative(ctx->saved_data["op"].toStringRef());
-  TORCH_INTERNAL_ASSERT(derivative != nullptr && grads.size() == 1);
+  TORCH_INTERNAL_ASSERT(derivative != nullptr && grads.size() == std::max<size_t>(1, derivative->results.size()));
   const torch::autograd::variable_list kept = ctx->get_saved_variables();
   const c10::List<c10::IValue> saved = ctx->saved_data["args"].toList();
   const std::vector<bool>& is_tensor = derivative->is_tensor;
@@ -215,7 +234,8 @@ torch::autograd::variable_list node_backward(torch::autograd::AutogradContext* c
   size_t k = 0, tensor = 0;
   for (size_t i = 0; i < saved.size(); ++i) {
     if (!is_tensor[i]) {
-      args.push_back(saved.get(i));
+      const c10::IValue v = saved.get(i);
+      args.push_back(derivative->is_list[i] && v.isNone() ? c10::IValue(c10::List<int64_t>()) : v);
       needs.push_back(false);
       continue;
     }
@@ -224,6 +244,9 @@ torch::autograd::variable_list node_backward(torch::autograd::AutogradContext* c
                    : keep == Keep::like ? c10::IValue(stand_in(saved.get(i)))
                                         : c10::IValue(at::Tensor()));
     needs.push_back(ctx->needs_input_grad(tensor++));
+  }
+  for (const Keep keep : derivative->results) {
+    args.push_back(keep == Keep::value ? c10::IValue(kept[k++]) : c10::IValue(at::Tensor()));
   }
   const std::vector<at::Tensor> result = derivative->grad(args, grads[0], needs);
   torch::autograd::variable_list out = {at::Tensor()};  // (the Call argument)
@@ -353,8 +376,9 @@ void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, 
     for (size_t i = stack->size() - nargs; i < stack->size(); ++i) {
       if ((*stack)[i].isTensor()) tensors.push_back((*stack)[i].toTensor());
     }
-    at::Tensor output = derivative->record(Call{derivative, &op, keyset, stack, nargs}, at::TensorList(tensors));
-    stack->push_back(std::move(output));
+    for (at::Tensor& output : derivative->record(Call{derivative, &op, keyset, stack, nargs}, at::TensorList(tensors))) {
+      stack->push_back(std::move(output));
+    }
     return;
   }
   PyObject* formula = lookup(schema.name());
@@ -367,8 +391,14 @@ void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, 
   }
   torch::jit::drop(*stack, nargs);
   pybind11::object result = pybind11::reinterpret_borrow<pybind11::object>(formula)(*args);
-  TORCH_INTERNAL_ASSERT(schema.returns().size() == 1, schema.name(), ": one result expected");
-  stack->push_back(torch::jit::toIValue(result, schema.returns()[0].type()));
+  const auto& returns = schema.returns();
+  if (returns.size() == 1) {
+    stack->push_back(torch::jit::toIValue(result, returns[0].type()));
+    return;
+  }
+  const pybind11::tuple results = pybind11::reinterpret_borrow<pybind11::tuple>(result);
+  TORCH_INTERNAL_ASSERT(results.size() == returns.size(), schema.name(), ": ", returns.size(), " results expected");
+  for (size_t r = 0; r < returns.size(); ++r) stack->push_back(torch::jit::toIValue(results[r], returns[r].type()));
 }
 
 bool writes_an_argument(const c10::FunctionSchema& schema) {
@@ -481,12 +511,14 @@ PyObject* derivative_keep(PyObject* /*self*/, PyObject* args) {
   if (!PyArg_ParseTuple(args, "s", &name)) return nullptr;
   const Derivative* d = derivative_arg(name);
   if (d == nullptr) return nullptr;
-  PyObject* out = PyTuple_New(static_cast<Py_ssize_t>(d->keep.size()));
+  std::vector<Keep> keep = d->keep;
+  keep.insert(keep.end(), d->results.begin(), d->results.end());
+  PyObject* out = PyTuple_New(static_cast<Py_ssize_t>(keep.size()));
   if (out == nullptr) return nullptr;
-  for (size_t i = 0; i < d->keep.size(); ++i) {
-    PyObject* v = d->keep[i] == Keep::value ? PyUnicode_FromString("value")
-                  : d->keep[i] == Keep::like ? PyUnicode_FromString("like")
-                                             : (Py_INCREF(Py_None), Py_None);
+  for (size_t i = 0; i < keep.size(); ++i) {
+    PyObject* v = keep[i] == Keep::value ? PyUnicode_FromString("value")
+                  : keep[i] == Keep::like ? PyUnicode_FromString("like")
+                                          : (Py_INCREF(Py_None), Py_None);
     PyTuple_SET_ITEM(out, static_cast<Py_ssize_t>(i), v);
   }
   return out;
@@ -505,8 +537,9 @@ PyObject* derivative(PyObject* /*self*/, PyObject* py_args) {
     const auto& schema_args = d->handle->schema().arguments();
     const pybind11::sequence seq = pybind11::reinterpret_borrow<pybind11::sequence>(arguments);
     const pybind11::sequence needs_seq = pybind11::reinterpret_borrow<pybind11::sequence>(needs_input_grad);
-    TORCH_CHECK(seq.size() == schema_args.size() && needs_seq.size() == schema_args.size(), name,
-                ": one argument and one needs_input_grad flag per schema argument expected");
+    TORCH_CHECK(seq.size() == schema_args.size() + d->results.size() && needs_seq.size() == schema_args.size(),
+                name, ": one argument and one needs_input_grad flag per schema argument (and, for an operator "
+                "with several results, one entry per result) expected");
     Args args;
     std::vector<bool> needs;
     for (size_t i = 0; i < schema_args.size(); ++i) {
@@ -515,6 +548,11 @@ PyObject* derivative(PyObject* /*self*/, PyObject* py_args) {
       args.push_back(tensor && v.is_none() ? c10::IValue(at::Tensor())
                                            : torch::jit::toIValue(v, schema_args[i].type()));
       needs.push_back(tensor && pybind11::cast<bool>(needs_seq[i]));
+    }
+    for (size_t r = 0; r < d->results.size(); ++r) {
+      const pybind11::handle v = seq[schema_args.size() + r];
+      args.push_back(v.is_none() ? c10::IValue(at::Tensor())
+                                 : torch::jit::toIValue(v, c10::TensorType::get()));
     }
     const at::Tensor g = torch::jit::toIValue(pybind11::handle(grad), c10::TensorType::get()).toTensor();
     const std::vector<at::Tensor> result = d->grad(args, g, needs);

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import torch_aclnn
-from torch_aclnn.testing import OPS, make_layout, tolerance
+from torch_aclnn.testing import OPS, first, make_layout, results, tolerance
 
 OP_DTYPES = [pytest.param(name, dt, id=f"{name}-{str(dt).replace('torch.', '')}")
              for name, info in OPS.items() for dt in info.dtypes]
@@ -29,6 +29,7 @@ def _grad_inputs(info, sample):
 
 def _call_with(info, sample, tensors):
     """info.op(sample) with its differentiable args replaced by `tensors`
+    (every result: gradcheck leaves out the integer ones)
     (without list item assignment: torch 2.8's dynamo cannot trace that one
     with dynamic=True, where the index is symbolic)."""
     replaced = dict(zip(info.grad_argnums, tensors))
@@ -52,16 +53,20 @@ def test_matches_reference(device, name, dtype):
     info = OPS[name]
     n = 0
     for s in info.samples(device, dtype):
-        out = info.op(*s.args, **s.kwargs)
-        ref = info.reference(*_cpu(s).args, **_cpu(s).kwargs)
-        assert out.device.type == torch.device(device).type
-        assert out.shape == ref.shape, s
-        if info.result_dtype is None:
-            assert out.dtype == dtype, s
-        else:
-            assert out.dtype == info.result_dtype(s), s
-        torch.testing.assert_close(out.cpu().double(), ref, check_dtype=False, equal_nan=True,
-                                   msg=lambda m: f"{s}: {m}", **tolerance(out.dtype))
+        outs = results(info.op(*s.args, **s.kwargs))
+        refs = results(info.reference(*_cpu(s).args, **_cpu(s).kwargs))
+        assert len(outs) == len(refs), s
+        for i, (out, ref) in enumerate(zip(outs, refs)):
+            assert out.device.type == torch.device(device).type
+            assert out.shape == ref.shape, s
+            if i > 0:  # indices
+                assert out.dtype == ref.dtype, s
+            elif info.result_dtype is None:
+                assert out.dtype == dtype, s
+            else:
+                assert out.dtype == info.result_dtype(s), s
+            torch.testing.assert_close(out.cpu().to(ref.dtype), ref, check_dtype=False, equal_nan=True,
+                                       msg=lambda m: f"{s}: {m}", **tolerance(out.dtype))
         n += 1
     assert n > 0
 
@@ -74,8 +79,9 @@ def test_bitwise_equal_to_aten(device, name, dtype):
     exact = [s for s in info.samples(device, dtype) if s.exact_vs_aten]
     assert exact, f"{name}: no sample promises bitwise equality"
     for s in exact:
-        ours, theirs = info.op(*s.args, **s.kwargs), info.aten(*s.args, **s.kwargs)
-        assert torch.equal(ours, theirs), f"{s}: max diff {(ours.double() - theirs.double()).abs().max()}"
+        for ours, theirs in zip(results(info.op(*s.args, **s.kwargs)), results(info.aten(*s.args, **s.kwargs)),
+                                strict=True):
+            assert torch.equal(ours, theirs), f"{s}: max diff {(ours.double() - theirs.double()).abs().max()}"
 
 
 @pytest.mark.parametrize("name,dtype", [p for p in OP_DTYPES if OPS[p.values[0]].out_overload])
@@ -118,12 +124,13 @@ def test_meta_matches_real(name):
     """The Meta (fake) kernel gives the real kernel's shape, dtype and strides."""
     info = OPS[name]
     for s in info.samples("cpu", info.dtypes[0]):
-        real = info.op(*s.args, **s.kwargs)
-        meta = info.op(*s.map_tensors(lambda t: t.detach().to("meta")).args, **s.kwargs)
-        assert meta.device.type == "meta"
-        assert (meta.shape, meta.dtype) == (real.shape, real.dtype), s
-        if real.numel() > 1:
-            assert meta.stride() == real.stride(), s
+        reals = results(info.op(*s.args, **s.kwargs))
+        metas = results(info.op(*s.map_tensors(lambda t: t.detach().to("meta")).args, **s.kwargs))
+        for real, meta in zip(reals, metas, strict=True):
+            assert meta.device.type == "meta"
+            assert (meta.shape, meta.dtype) == (real.shape, real.dtype), s
+            if real.numel() > 1:
+                assert meta.stride() == real.stride(), s
 
 
 @pytest.mark.parametrize("requires_grad", [False, True])
@@ -186,10 +193,12 @@ def test_plain_autograd_records_and_differentiates_without_python(device, name):
     assert not ours(_python_calls(lambda: op(*plain.args, **plain.kwargs)))
     out = []
     assert not ours(_python_calls(lambda: out.append(op(*s.args, **s.kwargs))))
-    assert f"op::{info.name.split('.')[0]}>" in out[0].grad_fn.name(), out[0].grad_fn.name()
+    result = first(out[0])
+    assert f"op::{info.name.split('.')[0]}>" in result.grad_fn.name(), result.grad_fn.name()
+    assert all(not r.requires_grad for r in results(out[0])[1:])  # indices
     inputs = [t for t in s.tensors() if t.requires_grad]
     grads = []
-    assert not ours(_python_calls(lambda: grads.extend(torch.autograd.grad(out[0].sum(), inputs))))
+    assert not ours(_python_calls(lambda: grads.extend(torch.autograd.grad(result.sum(), inputs))))
     assert all(g is not None for g in grads)
 
 
@@ -219,8 +228,8 @@ def test_compiled_autograd(device, name):
     info = OPS[name]
     s = next(iter(info.samples(device, torch.float32, True)))
     inputs = _grad_inputs(info, s)
-    expected = torch.autograd.grad(info.op(*s.args, **s.kwargs).sum(), inputs)
-    out = info.op(*s.args, **s.kwargs)
+    expected = torch.autograd.grad(first(info.op(*s.args, **s.kwargs)).sum(), inputs)
+    out = first(info.op(*s.args, **s.kwargs))
     torch._dynamo.reset()
     with compiled_autograd._enable(torch.compile(backend="aot_eager", fullgraph=True)):
         got = torch.autograd.grad(out.sum(), inputs)
@@ -240,13 +249,13 @@ def test_compile_forward_backward(device, name):
             continue
         torch._dynamo.reset()  # one compilation per sample (layouts and sizes differ)
         compiled = torch.compile(eager, fullgraph=True, dynamic=True, backend="aot_eager")
-        results = []
+        runs = []
         for fn in (eager, compiled):
             leaves = [t.detach().clone().requires_grad_(True) for t in inputs]
             out = fn(s, *leaves)
-            (out * out).sum().backward()
-            results.append((out.detach(), [t.grad for t in leaves]))
-        (out_e, grads_e), (out_c, grads_c) = results
+            (first(out) * first(out)).sum().backward()
+            runs.append(([r.detach() for r in results(out)], [t.grad for t in leaves]))
+        (out_e, grads_e), (out_c, grads_c) = runs
         torch.testing.assert_close(out_c, out_e, msg=lambda m: f"{s}: {m}")
         for ge, gc in zip(grads_e, grads_c):
             torch.testing.assert_close(gc, ge, msg=lambda m: f"{s}: {m}")
@@ -331,7 +340,7 @@ def test_nan_inf_propagate_like_aten(name):
         flat[0], flat[flat.numel() // 2], flat[-1] = float("nan"), float("inf"), -float("inf")
         poisoned = make_layout(values, s.layout)  # same layout as the sample
         s = s.__class__(args=(poisoned,) + tuple(s.args[1:]), kwargs=s.kwargs, desc=s.desc)
-        ours, theirs = info.op(*s.args, **s.kwargs), info.aten(*s.args, **s.kwargs)
+        ours, theirs = results(info.op(*s.args, **s.kwargs)), results(info.aten(*s.args, **s.kwargs))
         torch.testing.assert_close(ours, theirs, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{s}: {m}")
         n += 1
     assert n > 0

@@ -14,7 +14,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 import torch_aclnn  # noqa: F401
-from torch_aclnn.testing import OPS
+from torch_aclnn.testing import OPS, first
 
 from test_common import _python_calls  # (a helper: which Python functions a call enters)
 
@@ -28,10 +28,12 @@ def _grad_inputs(info, sample):
 
 
 def _call_with(fn, info, sample, tensors):
+    """fn's differentiable result (the first of several) with the sample's
+    differentiable arguments replaced by `tensors`."""
     args = list(sample.args)
     for i, t in zip(info.grad_argnums, tensors):
         args[i] = t
-    return fn(*args, **sample.kwargs)
+    return first(fn(*args, **sample.kwargs))
 
 
 def _samples(name, requires_grad=True):

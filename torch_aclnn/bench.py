@@ -107,19 +107,25 @@ def _reference_fn(reads: int, writes: int, nbytes: int):
     return lambda: torch.addcmul(t[0], t[1], t[2], out=t[3])
 
 
+def _results(result) -> list:
+    """The case's result tensors (an operator may have several: values, indices)."""
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    return [t for t in items if isinstance(t, torch.Tensor)]
+
+
 def _traffic_floor(reads: list, result):
     """The least memory traffic the case needs, as plain aten ops: every input
-    read once (sum) and the result's bytes written once (fill_ of a tensor
+    read once (sum) and every result's bytes written once (fill_ of a tensor
     like it), one after the other. An estimate, not a strict bound: a kernel
     that overlaps its reads and writes may run a little faster."""
     reads = [t for t in reads if isinstance(t, torch.Tensor) and t.numel() > 1]
-    sink = torch.empty_like(result) if isinstance(result, torch.Tensor) and result.numel() > 1 else None
+    sinks = [torch.empty_like(t) for t in _results(result) if t.numel() > 1]
 
     def floor():
         for t in reads:
             t.sum()
-        if sink is not None:
-            sink.fill_(0)
+        for t in sinks:
+            t.fill_(0)
     return floor
 
 
@@ -139,11 +145,13 @@ def _interleaved(fns: dict, rounds: int, min_run_time: float, threads: int) -> d
 
 
 def _nbytes(t) -> int:
-    return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
+    return sum(r.numel() * r.element_size() for r in _results(t))
 
 
 def _compare(ours, aten, exact: bool) -> str:
     """'' when the two results agree, else a short note (a sanity check, not a test)."""
+    if isinstance(ours, tuple) and isinstance(aten, tuple) and len(ours) == len(aten):
+        return next((n for n in (_compare(a, b, exact) for a, b in zip(ours, aten)) if n), "")
     if not (isinstance(ours, torch.Tensor) and isinstance(aten, torch.Tensor)):
         return ""
     if ours.shape != aten.shape or ours.dtype != aten.dtype:
@@ -178,7 +186,7 @@ def _run_case(case: Case, size: str, rounds: int, min_run_time: float, threads: 
         read = sum(_nbytes(t) for t in setup.reads)
         written = _nbytes(r_ours)
         n_read = sum(1 for t in setup.reads if t.numel() > 1)
-        n_written = int(isinstance(r_ours, torch.Tensor) and r_ours.numel() > 1)
+        n_written = sum(1 for t in _results(r_ours) if t.numel() > 1)
         fns = {"ours": setup.ours, "aten": setup.aten}
         if case.kind == "throughput":
             with torch.device(device):

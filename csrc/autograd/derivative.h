@@ -6,9 +6,14 @@
 // tensors the derivative keeps (`Keep::value`), stride-0 stand-ins of those
 // whose shape, dtype and device it needs but not their values (`Keep::like`:
 // only those are kept, no tensor), undefined tensors for the rest, and every non-tensor
-// argument as given. It returns one gradient per schema argument (undefined
-// where none is needed or defined), computed with operators that are
-// themselves differentiable, so that double backward works.
+// argument as given. An operator with several results (max_pool3d_with_indices:
+// values and indices) differentiates its first only (the others are integer
+// tensors, marked non-differentiable); its formula sees, after the
+// arguments, one entry per result: the result where the derivative keeps it
+// (`results`, Keep::value), else an undefined tensor. The formula returns one
+// gradient per schema argument (undefined where none is needed or defined),
+// computed with operators that are themselves differentiable, so that double
+// backward works.
 //
 // The same formula runs in both of the kernel's recording paths: plain
 // autograd (a C++ node) and, inside torch.func transforms or with forward-mode
@@ -52,14 +57,15 @@ struct Call {
 // Compiled autograd traces its backward into the graph it compiles
 // (is_traceable): the backward reads only what CppNode hands the tracer (the
 // saved variables and saved_data) and calls operators through the dispatcher.
-at::Tensor node_forward(torch::autograd::AutogradContext* ctx, const Call& call);
+torch::autograd::variable_list node_forward(torch::autograd::AutogradContext* ctx, const Call& call);
 torch::autograd::variable_list node_backward(torch::autograd::AutogradContext* ctx,
                                              torch::autograd::variable_list grads);
 
 template <typename Op>
 struct Backward : torch::autograd::Function<Backward<Op>> {
   static constexpr bool is_traceable = true;
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const Call& call, at::TensorList /*tensors*/) {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const Call& call,
+                                                at::TensorList /*tensors*/) {
     return node_forward(ctx, call);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -69,11 +75,11 @@ struct Backward : torch::autograd::Function<Backward<Op>> {
 };
 
 // Runs the call and records it (tensors: the call's tensor arguments, in
-// schema order).
-using Record = at::Tensor (*)(const Call&, at::TensorList tensors);
+// schema order); returns the results.
+using Record = torch::autograd::variable_list (*)(const Call&, at::TensorList tensors);
 
 template <typename Op>
-at::Tensor record(const Call& call, at::TensorList tensors) {
+torch::autograd::variable_list record(const Call& call, at::TensorList tensors) {
   return Backward<Op>::apply(call, tensors);
 }
 
@@ -82,10 +88,14 @@ struct Derivative {
   Record record;
   std::vector<Keep> keep;   // per schema argument (tensor arguments only matter)
   Formula grad;
+  // Per schema result, for an operator with several: Keep::value where the
+  // formula reads the result (empty: one result, not read).
+  std::vector<Keep> results = {};
   // Filled at import (resolve_derivatives): the operator, and per schema
-  // argument whether it is a Tensor.
+  // argument whether it is a Tensor, or a list.
   std::optional<c10::OperatorHandle> handle;
   std::vector<bool> is_tensor;
+  std::vector<bool> is_list;  // a (non-optional) list argument
 };
 
 // The operator's derivative, or nullptr.
@@ -98,6 +108,7 @@ bool add_derivative(Derivative derivative);
 namespace op {}  // the tag types
 
 // TORCH_ACLNN_DERIVATIVE(elu, {Keep::value, Keep::none, ...}, formula);
+// TORCH_ACLNN_DERIVATIVE(op_with_two_results, {...}, formula, {Keep::none, Keep::value});
 #define TORCH_ACLNN_DERIVATIVE(name, ...)                                                         \
   namespace op {                                                                                 \
   struct name {};                                                                                \

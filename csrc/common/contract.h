@@ -184,6 +184,15 @@ struct Plan {
   Params params;
 };
 
+// What the contract of an operator with two results returns (values and
+// their indices): the second result's spec too.
+template <class Params = NoParams>
+struct Plan2 {
+  Result result;
+  Result second;
+  Params params;
+};
+
 // An input on the call's device: t itself, or a 0-dim CPU input copied there
 // (for kernels that read every operand on the device).
 inline at::Tensor on_device(const at::Tensor& t, c10::Device device) {

@@ -25,6 +25,7 @@
 #include <torch/library.h>
 
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 namespace torch_aclnn::entry {
@@ -128,6 +129,42 @@ struct Entry<Backend, contract, into, Types<Args...>> {
   }
 };
 
+// An operator with two results (a contract returning a Plan2: values and
+// their indices): both allocated in their specs, computed by
+//   into(at::Tensor& result, at::Tensor& second, const Plan2& plan, <the operator's arguments>).
+// No out= overload.
+template <class Backend, auto contract, auto into, class Args = typename ContractOf<decltype(contract)>::Args>
+struct Entry2;
+
+template <class Backend, auto contract, auto into, class... Args>
+struct Entry2<Backend, contract, into, Types<Args...>> {
+  static std::tuple<at::Tensor, at::Tensor> functional(Args... args) {
+    const auto plan = contract(args...);
+    typename Backend::Guard guard(plan.result.device);
+    at::Tensor result = Backend::empty(plan.result);
+    at::Tensor second = Backend::empty(plan.second);
+    if constexpr (Backend::kComputes) {
+      if (result.numel() > 0) into(result, second, plan, args...);
+    }
+    return {std::move(result), std::move(second)};
+  }
+};
+
+template <class F>
+struct PlanOf;
+template <class Plan, class... Ps>
+struct PlanOf<Plan (*)(Ps...)> {
+  using type = Plan;
+};
+
+// Whether a contract's operator has two results (its Plan is a Plan2). In
+// two steps: nvcc 13.0's front end evaluates a requires-expression whose
+// parameter type depends on an auto template parameter to false.
+template <class Plan>
+inline constexpr bool kHasSecond = requires(const Plan& p) { p.second; };
+template <auto contract>
+inline constexpr bool kTwoResults = kHasSecond<typename PlanOf<decltype(contract)>::type>;
+
 // The kernels to register: entry::functional<Backend, contract, into> for
 // an operator, entry::out<...> for its out= overload (Meta: no into).
 template <class Backend, auto contract, auto into = nullptr>
@@ -135,13 +172,18 @@ inline constexpr auto functional = &Entry<Backend, contract, into>::functional;
 template <class Backend, auto contract, auto into = nullptr>
 inline constexpr auto out = &Entry<Backend, contract, into>::out;
 
-// Registers operator `name` on the library's backend, and its .grad_input
-// overload when the contract checks an out= tensor.
+// Registers operator `name` on the library's backend (an operator with two
+// results through Entry2), and its .grad_input overload when the contract
+// checks an out= tensor.
 template <class Backend, auto contract, auto into = nullptr>
 void impl(torch::Library& m, const char* name) {
-  m.impl(name, functional<Backend, contract, into>);
-  if constexpr (Entry<Backend, contract, into>::kOut) {
-    m.impl((std::string(name) + ".grad_input").c_str(), out<Backend, contract, into>);
+  if constexpr (kTwoResults<contract>) {
+    m.impl(name, &Entry2<Backend, contract, into>::functional);
+  } else {
+    m.impl(name, functional<Backend, contract, into>);
+    if constexpr (Entry<Backend, contract, into>::kOut) {
+      m.impl((std::string(name) + ".grad_input").c_str(), out<Backend, contract, into>);
+    }
   }
 }
 

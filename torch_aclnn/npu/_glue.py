@@ -124,6 +124,8 @@ def cpu_path(op: str, limit: limits.Limit, overload, device, *args, **kwargs) ->
     layout the Meta kernels describe)."""
     warn_once(op, limit, device)
     result = overload(*[_cpu(a) for a in args], **{k: _cpu(v) for k, v in kwargs.items()})
+    if isinstance(result, tuple):  # several results
+        return tuple(r.to(device) for r in result)
     return result.to(device)
 
 

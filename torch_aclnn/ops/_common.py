@@ -61,7 +61,10 @@ def register_autograd(qualname: str, jvp: Callable) -> type:
     class; ``jvp(args, dtype, *tangents)`` is the forward-mode formula, given
     the call's arguments in schema order (the tensors the derivative keeps,
     stand-ins for those it keeps "like", None for the others), the result's
-    dtype and one tangent (or None) per argument. ``generate_vmap_rule``
+    dtype and one tangent (or None) per argument; for an operator with
+    several results (values and integer indices) the arguments are followed
+    by the kept results, and the jvp returns the first result's tangent
+    (the others are not differentiable). ``generate_vmap_rule``
     builds its vmap rule from the operators' own (:func:`register_vmap`),
     which torch.func's transforms over it (jacrev, jacfwd, hessian, vmap of
     grad) need. Returns the class.
@@ -73,28 +76,33 @@ def register_autograd(qualname: str, jvp: Callable) -> type:
     op = getattr(getattr(torch.ops, namespace), name).default
     C = importlib.import_module("torch_aclnn._C")
     keep = C._derivative_keep(qualname)
+    several = len(op._schema.returns) > 1
 
     def forward(*args: Any) -> Any:
         return op(*args)
 
     def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
-        kept = [x for x, k in zip(inputs, keep) if k == "value"]
+        values = tuple(inputs) + (tuple(output) if several else ())
+        kept = [x for x, k in zip(values, keep) if k == "value"]
         ctx.save_for_backward(*kept)
         ctx.save_for_forward(*kept)
         # (for "like": shape, dtype and device only, as the C++ node keeps them)
         ctx.inputs = [(x.shape, x.dtype, x.device) if k == "like" else None if isinstance(x, torch.Tensor) else x
-                      for x, k in zip(inputs, keep)]
-        ctx.dtype = output.dtype
+                      for x, k in zip(values, keep)]
+        if several:
+            ctx.mark_non_differentiable(*output[1:])
+        ctx.dtype = (output[0] if several else output).dtype
 
     def arguments(ctx: Any) -> list:
         kept = iter(ctx.saved_tensors)
         return [next(kept) if k == "value" else _stand_in(*x) if k == "like" else x for x, k in zip(ctx.inputs, keep)]
 
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+    def backward(ctx: Any, grad: torch.Tensor, *_: Any) -> tuple:
         return C._derivative(qualname, arguments(ctx), ctx.needs_input_grad, grad)
 
     def forward_ad(ctx: Any, *tangents: Any) -> Any:
-        return jvp(arguments(ctx), ctx.dtype, *tangents)
+        tangent = jvp(arguments(ctx), ctx.dtype, *tangents)
+        return (tangent,) + (None,) * (len(op._schema.returns) - 1) if several else tangent
 
     # The grad_fn of its results is "<namespace>_<name>_defaultBackward" (it names the overload).
     function = type(f"{namespace}_{name}_default", (torch.autograd.Function,), {
@@ -265,6 +273,18 @@ def batch_first(t: torch.Tensor, bdim: Optional[int], batch_size: int) -> torch.
     return t.movedim(bdim, 0) if bdim is not None else t.expand(batch_size, *t.shape)
 
 
+def fold_batch(tensors: Sequence[torch.Tensor], in_dims: Sequence[Optional[int]], batch_size: int,
+               ranks: Sequence[int] = (5, 6)) -> Optional[tuple]:
+    """A vmap rule's tensors with the batch dimension folded into N, and the
+    (batch, N) sizes to unflatten the result with; None where their logical
+    ranks differ or are not ``ranks`` (left to the unbatched calls, whose
+    error it is). For operators whose planes (n, c) are independent."""
+    full = [batch_first(t, d, batch_size) for t, d in zip(tensors, in_dims)]
+    if any(t.dim() != full[0].dim() for t in full) or full[0].dim() not in ranks:
+        return None
+    return [t.flatten(0, 1) for t in full], full[0].shape[:2]
+
+
 def vmap_loop(op: Callable, batch_size: int, in_dims: tuple, *args: Any) -> tuple:
     """The exact vmap rule of any operator: ``op`` once per batch element,
     the results stacked along dimension 0 (so every error is the unbatched
@@ -276,7 +296,11 @@ def vmap_loop(op: Callable, batch_size: int, in_dims: tuple, *args: Any) -> tupl
         meta = [(a.new_empty(a.shape[:d] + a.shape[d + 1:], device="meta") if isinstance(d, int) else
                  a.to("meta") if isinstance(a, torch.Tensor) else a) for a, d in zip(args, in_dims)]
         like = op(*meta)
+        if isinstance(like, tuple):  # several results
+            return tuple(torch.empty((0, *r.shape), dtype=r.dtype, device=device) for r in like), (0,) * len(like)
         return torch.empty((0, *like.shape), dtype=like.dtype, device=device), 0
     results = [op(*(a.select(d, b) if isinstance(d, int) else a for a, d in zip(args, in_dims)))
                for b in range(batch_size)]
+    if isinstance(results[0], tuple):
+        return tuple(torch.stack(r) for r in zip(*results)), (0,) * len(results[0])
     return torch.stack(results), 0

@@ -51,6 +51,18 @@ def assert_same_step(eager_loss: torch.Tensor, compiled_loss: torch.Tensor, eage
         torch.testing.assert_close(pc.grad, pe.grad)
 
 
+def results(x) -> tuple:
+    """An operator's results as a tuple: (x,) for one tensor, x itself for
+    several (max_pool3d_with_indices: values, indices)."""
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def first(x) -> torch.Tensor:
+    """An operator's differentiable result: its only one, or the first of
+    several (the others are integer indices)."""
+    return results(x)[0]
+
+
 def make_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
     """The same values as ``t`` in the memory layout ``layout`` (see LAYOUTS).
     Layouts a rank cannot express fall back to contiguous."""
