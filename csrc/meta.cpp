@@ -6,6 +6,7 @@
 // checked by the real kernels only.
 #include "common/entry.h"
 #include "contracts/elu.h"
+#include "contracts/max_pool.h"
 #include "contracts/max_unpool.h"
 #include "contracts/smooth_l1.h"
 #include "contracts/upsample.h"
@@ -27,6 +28,8 @@ TORCH_LIBRARY_IMPL(torch_aclnn, Meta, m) {
   entry::impl<entry::Meta, smooth_l1::check_backward>(m, "smooth_l1_loss_backward");
   entry::impl<entry::Meta, max_unpool::check_forward>(m, "max_unpool3d");
   entry::impl<entry::Meta, max_unpool::check_backward>(m, "max_unpool3d_backward");
+  entry::impl<entry::Meta, max_pool::check_forward>(m, "max_pool3d_with_indices");
+  entry::impl<entry::Meta, max_pool::check_backward>(m, "max_pool3d_with_indices_backward");
 }
 
 }  // namespace torch_aclnn

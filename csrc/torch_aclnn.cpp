@@ -31,9 +31,11 @@ PyMODINIT_FUNC PyInit__C(void) {
       {"_set_autograd_formula", torch_aclnn::autograd::set_formula, METH_VARARGS,
        "_set_autograd_formula(name, fn): operator `name`'s autograd.Function (tangents, torch.func)"},
       {"_derivative_keep", torch_aclnn::autograd::derivative_keep, METH_VARARGS,
-       "_derivative_keep(name): per argument, what operator `name`'s derivative keeps"},
+       "_derivative_keep(name): per argument (then per result, for several), what operator `name`'s "
+       "derivative keeps"},
       {"_derivative", torch_aclnn::autograd::derivative, METH_VARARGS,
-       "_derivative(name, arguments, needs_input_grad, grad): operator `name`'s backward formula"},
+       "_derivative(name, arguments, needs_input_grad, grad): operator `name`'s backward formula "
+       "(arguments: then the kept results, for an operator with several)"},
       {nullptr, nullptr, 0, nullptr}};
   static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, methods};
   return PyModule_Create(&module_def);
@@ -78,4 +80,12 @@ TORCH_LIBRARY(torch_aclnn, m) {
   m.def("max_unpool3d_backward.grad_input(Tensor grad_output, Tensor self, Tensor indices, "
         "SymInt[3] output_size, int[3] stride, int[3] padding, *, Tensor(a!) grad_input) -> ()",
         tags);
+  // §9 max_pool3d_with_indices (aclnnMaxPool3dWithArgmaxBackward)
+  m.def("max_pool3d_with_indices(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
+        "bool ceil_mode) -> (Tensor, Tensor)", tags);
+  m.def("max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, Tensor indices, int[] kernel_size, "
+        "int[] stride, int[] padding, int[] dilation, bool ceil_mode) -> Tensor", tags);
+  m.def("max_pool3d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, Tensor indices, "
+        "int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode, *, "
+        "Tensor(a!) grad_input) -> ()", tags);
 }

@@ -48,7 +48,7 @@ def test_info(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data.keys() == dict(info_rows()).keys()
     assert "cpu" in data["operators"]["max_unpool3d_backward"] and "meta" in data["operators"]["elu"]
-    assert len(data["operators"]) == 10
+    assert len(data["operators"]) == 12
     # The NPU kernels are registered everywhere; without an NPU they are marked unusable.
     elu = data["operators"]["elu"]
     if data["Ascend NPU available"] == "True":

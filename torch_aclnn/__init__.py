@@ -24,6 +24,7 @@ from .ops._common import quiet_contract_error_logs  # noqa: E402
 from .ops.elu import celu, elu, elu_backward, selu  # noqa: E402
 from .ops.smooth_l1 import huber_loss, smooth_l1_loss, smooth_l1_loss_backward  # noqa: E402
 from .ops.max_unpool import max_unpool3d, max_unpool3d_backward  # noqa: E402
+from .ops.max_pool import max_pool3d, max_pool3d_with_indices, max_pool3d_with_indices_backward  # noqa: E402
 from .ops.upsample import (  # noqa: E402
     upsample_nearest3d,
     upsample_nearest3d_backward,
@@ -74,6 +75,9 @@ __all__ = [
     "smooth_l1_loss_backward",
     "max_unpool3d",
     "max_unpool3d_backward",
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "max_pool3d_with_indices_backward",
     "upsample_nearest3d",
     "upsample_nearest3d_backward",
     "upsample_nearest_exact3d",

@@ -44,6 +44,8 @@ FAMILIES = (
     Family("max_unpool", ("max_unpool3d", "max_unpool3d_backward"),
            aten={"max_unpool3d": "aten::max_unpool3d"},
            autocast_fp32=(("max_unpool3d", "cpu"),)),
+    Family("max_pool", ("max_pool3d_with_indices", "max_pool3d_with_indices_backward"),
+           aten={"max_pool3d_with_indices": "aten::max_pool3d_with_indices"}),
 )
 
 OPERATORS = tuple(op for f in FAMILIES for op in f.operators)

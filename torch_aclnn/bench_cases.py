@@ -45,7 +45,8 @@ def describe_sizes(size: str) -> str:
     numel = f"{n // 2**20}M" if n >= 2**20 else str(n)
     return (f"upsample: input (grad_input) {tuple(UPSAMPLE_INPUT[size])} (narrow rows: "
             f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1: {numel} elements; "
-            f"max_unpool3d: 2x2x2 pooling of {tuple(UNPOOL_INPUT[size])}; overhead: 1 element")
+            f"max_unpool3d, max_pool3d_with_indices[_backward]: pooling of {tuple(UNPOOL_INPUT[size])}; "
+            f"overhead: 1 element")
 
 
 @dataclass
@@ -303,6 +304,56 @@ def _max_unpool_cases():
 
 
 # ---------------------------------------------------------------------------
+# max_pool3d_with_indices and its backward (docs/spec.md §9): a max pooling of
+# UNPOOL_INPUT, with disjoint windows (kernel 2, stride 2: the U-Net case, also
+# channels_last_3d) and overlapping ones (kernel 3, stride 2, padding 1).
+
+POOLINGS = (("k2 s2", [2], [2], [0], False), ("k3 s2 p1", [3], [2], [1], False),
+            ("k2 s2 channels_last_3d", [2], [2], [0], True))
+
+
+def _max_pool_cases():
+    cases = []
+    for pname, kernel, stride, padding, cl in POOLINGS:
+        for dtype in (torch.float32, torch.bfloat16):
+            if cl and dtype != torch.float32:
+                continue
+
+            def fwd(size, dtype=dtype, kernel=kernel, stride=stride, padding=padding, cl=cl):
+                x = _randn(UNPOOL_INPUT[size], dtype, channels_last=cl)
+                w = (kernel, stride, padding, [1], False)
+                return Setup(lambda: _ours.max_pool3d_with_indices(x, *w),
+                             lambda: _aten.max_pool3d_with_indices(x, *w), [x], exact=True)
+            cases.append(Case("max_pool3d_with_indices", pname, dtype, "functional", fwd,
+                              aten_name="aten.max_pool3d_with_indices", target_ratio=1.0))
+            for out_form in (False, True):
+                if out_form and pname != "k2 s2":
+                    continue
+
+                def bwd(size, dtype=dtype, out_form=out_form, kernel=kernel, stride=stride, padding=padding, cl=cl):
+                    x = _randn(UNPOOL_INPUT[size], dtype, channels_last=cl)
+                    pooled, idx = F.max_pool3d(x, kernel, stride, padding, return_indices=True)
+                    go = _randn(pooled.shape, dtype, channels_last=cl)
+                    w = (kernel, stride, padding, [1], False)
+                    if not out_form:
+                        return Setup(lambda: _ours.max_pool3d_with_indices_backward(go, x, idx, *w),
+                                     lambda: _aten.max_pool3d_with_indices_backward(go, x, *w, idx), [go, idx],
+                                     exact=dtype == torch.float32)
+                    o1, o2 = torch.empty_like(x), torch.empty_like(x)
+                    return Setup(lambda: (_ours.max_pool3d_with_indices_backward.grad_input(go, x, idx, *w,
+                                                                                          grad_input=o1), o1)[1],
+                                 lambda: _aten.max_pool3d_with_indices_backward.grad_input(go, x, *w, idx,
+                                                                                           grad_input=o2),
+                                 [go, idx], exact=dtype == torch.float32)
+                cases.append(Case("max_pool3d_with_indices_backward", pname, dtype,
+                                  "out=" if out_form else "functional", bwd,
+                                  overload="grad_input" if out_form else "default",
+                                  aten_name="aten.max_pool3d_with_indices_backward" + (" out=" if out_form else ""),
+                                  target_ratio=1.0))
+    return cases
+
+
+# ---------------------------------------------------------------------------
 # 1-element calls: per-call overhead (our time / aten time)
 
 def _overhead_cases(grad: bool):
@@ -355,6 +406,17 @@ def _overhead_cases(grad: bool):
         return Setup(lambda: _ours.max_unpool3d_backward(g, x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]),
                      lambda: g.flatten(-3).gather(-1, idx.flatten(-3)).view(x.shape), [g, idx])
 
+    def pool(size):
+        x = randn(one5)
+        w = ([1], [1], [0], [1], False)
+        return Setup(lambda: _ours.max_pool3d_with_indices(x, *w), lambda: _aten.max_pool3d_with_indices(x, *w), [x])
+
+    def pool_b(size):
+        g, x, idx = randn(one5), randn(one5), torch.zeros(one5, dtype=torch.int64)
+        w = ([1], [1], [0], [1], False)
+        return Setup(lambda: _ours.max_pool3d_with_indices_backward(g, x, idx, *w),
+                     lambda: _aten.max_pool3d_with_indices_backward(g, x, *w, idx), [g, idx])
+
     entries = (ups("upsample_nearest3d", _aten.upsample_nearest3d, _aten.upsample_nearest3d_backward)
                + ups("upsample_nearest_exact3d", _aten._upsample_nearest_exact3d,
                      _aten._upsample_nearest_exact3d_backward)
@@ -362,7 +424,9 @@ def _overhead_cases(grad: bool):
                   ("smooth_l1_loss", sl1, "F.smooth_l1_loss (mean)"),
                   ("smooth_l1_loss_backward", sl1_b, "aten.smooth_l1_loss_backward (mean)"),
                   ("max_unpool3d", unpool, "F.max_unpool3d"),
-                  ("max_unpool3d_backward", unpool_b, "gather")])
+                  ("max_unpool3d_backward", unpool_b, "gather"),
+                  ("max_pool3d_with_indices", pool, "aten.max_pool3d_with_indices"),
+                  ("max_pool3d_with_indices_backward", pool_b, "aten.max_pool3d_with_indices_backward")])
     name, target = ("1 element, autograd on", 1.2) if grad else ("1 element", 1.5)
     return [Case(op, name, f32, "functional", build, kind="overhead", aten_name=aten, target_overhead=target)
             for op, build, aten in entries]
@@ -388,6 +452,7 @@ def targets(case: Case, device: str) -> tuple:
 
 
 def all_cases() -> list[Case]:
-    return (_upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _overhead_cases(False)
+    return (_upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _max_pool_cases()
+            + _overhead_cases(False)
             + _overhead_cases(True))
 

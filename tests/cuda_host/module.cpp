@@ -5,6 +5,7 @@
 #include <torch/extension.h>
 
 #include "elu.h"
+#include "max_pool.h"
 #include "max_unpool.h"
 #include "smooth_l1.h"
 #include "upsample.h"
@@ -12,6 +13,8 @@
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   auto elu = m.def_submodule("elu");
   register_elu(elu);
+  auto max_pool = m.def_submodule("max_pool");
+  register_max_pool(max_pool);
   auto max_unpool = m.def_submodule("max_unpool");
   register_max_unpool(max_unpool);
   auto smooth_l1 = m.def_submodule("smooth_l1");

@@ -43,6 +43,8 @@ _ELU_BWD_SRC = "ops-nn activation/elu_grad_v2/op_api/aclnn_elu_backward.cpp"
 _SL1_BWD_SRC = "ops-nn loss/smooth_l1_loss_grad_v2/op_api/aclnn_smooth_l1_loss_backward.cpp"
 _SL1_SRC = "ops-nn loss/smooth_l1_loss_v2/op_api/aclnn_smooth_l1_loss.cpp"
 _UNPOOL_DOC = "ops-nn index/scatter_elements/docs/aclnnMaxUnpool3d.md"
+_POOL_FWD_DOC = "ops-nn pooling/max_pool3d_with_argmax/docs/aclnnMaxPool3dWithArgmax.md"
+_POOL_BWD_DOC = "ops-nn pooling/max_pool3d_grad_with_argmax/docs/aclnnMaxPool3dWithArgmaxBackward.md"
 
 GIB = 1 << 30
 
@@ -115,6 +117,10 @@ LIMITS = (
     # The backward is a gather (aten.gather), which has no such gap.
     Limit(("max_unpool3d",), "dtype", "no bfloat16 kernel", CPU, False, _not({torch.bfloat16}),
           f"{_UNPOOL_DOC} (dtype list); docs/spec.md §5 dtypes"),
+    # ---- §9 max_pool3d_with_indices_backward -----------------------------------------------------
+    Limit(("max_pool3d_with_indices", "max_pool3d_with_indices_backward"), "dtype",
+          "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)", CPU, False, _not({torch.float64}),
+          f"{_POOL_FWD_DOC}, {_POOL_BWD_DOC} (parameter tables); docs/spec.md §9 dtypes"),
 )
 
 

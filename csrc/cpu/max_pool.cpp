@@ -1,0 +1,323 @@
+// CPU kernels of the MaxPool3d family (docs/spec.md §9).
+//
+// max_pool3d_with_indices: per pooled position, the maximum of its window's
+// taps and its flat (D, H, W) position, by the contract's element rule
+// (window_max: aten's, NaN included), which the CUDA kernel runs too; the
+// value written is that element itself (so a NaN keeps its payload on every
+// device). Tasks are (n, c) planes; float16/bfloat16 compare in float32
+// (exact).
+//
+// max_pool3d_with_indices_backward: grad_input = zeros(self's shape);
+// grad_input[n][c][indices[n][c][o]] += grad_output[n][c][o] for every pooled
+// position o. Each (n, c) plane is one task that adds its terms in increasing
+// o, so the result does not depend on the thread count and a position
+// covered by several windows (overlapping windows: stride < kernel_size)
+// gets its terms in the same order as the CUDA kernel's gather: the same
+// bits on both. float32 and float64 accumulate in grad_input itself;
+// float16 and bfloat16 in a float32 row per plane, rounded once at the end.
+//
+// A tensor of shape (N, [C,] D, H, W) is seen as N x C planes
+// (common/planes.h); grad_output and indices whose D, H, W axes do not
+// flatten are copied once. Every index is checked against the window of its
+// own output position before it is used (row 12): a bad one is never written
+// through, and the first in logical order is reported whatever the thread
+// count.
+#include "contracts/max_pool.h"
+#include "common/planes.h"
+#include "cpu/cpu_utils.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <ATen/cuda/detail/IntegerDivider.cuh>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace torch_aclnn::max_pool {
+namespace {
+
+using c10::MemoryFormat;
+using cpu::FirstBad;
+using cpu::kNone;
+using planes::Planes;
+using planes::planes_of;
+
+// A flat (D, H, W) position v in [0, S) as (z, y, x): with multiply-shift
+// dividers (at::cuda::detail::IntDivider, host code too) where S < 2^32,
+// else with divisions. The backward splits every index it checks.
+class Split {
+ public:
+  explicit Split(const Geometry& g)
+      : narrow_(g.S <= std::numeric_limits<uint32_t>::max()),
+        HW_(g.H * g.W),
+        W_(g.W),
+        hw_(narrow_ ? static_cast<uint32_t>(g.H * g.W) : 1u),
+        w_(narrow_ ? static_cast<uint32_t>(g.W) : 1u) {}
+
+  void operator()(int64_t v, int64_t& z, int64_t& y, int64_t& x) const {
+    if (narrow_) {
+      const auto a = hw_.divmod(static_cast<uint32_t>(v));
+      const auto b = w_.divmod(a.mod);
+      z = a.div, y = b.div, x = b.mod;
+    } else {
+      z = v / HW_;
+      const int64_t rest = v - z * HW_;
+      y = rest / W_, x = rest - y * W_;
+    }
+  }
+
+ private:
+  bool narrow_;
+  int64_t HW_, W_;
+  at::cuda::detail::IntDivider<uint32_t> hw_, w_;
+};
+
+// Whether flat input position v is a tap of the window of pooled position
+// (od, oh, ow) (row 12).
+inline bool tap_of(int64_t v, int64_t od, int64_t oh, int64_t ow, const Geometry& g, const Window& w,
+                   const Split& split) {
+  if (static_cast<uint64_t>(v) >= static_cast<uint64_t>(g.S)) return false;
+  int64_t z, y, x;
+  split(v, z, y, x);
+  return in_window<int64_t>(z, od, w.kernel[0], w.stride[0], w.padding[0], w.dilation[0]) &&
+         in_window<int64_t>(y, oh, w.kernel[1], w.stride[1], w.padding[1], w.dilation[1]) &&
+         in_window<int64_t>(x, ow, w.kernel[2], w.stride[2], w.padding[2], w.dilation[2]);
+}
+
+// Row 12: IndexError naming the value, its position and its window.
+template <typename I>
+void check_found(const FirstBad& bad, const Geometry& g, const Window& w, const I* ix, Planes xp) {
+  const int64_t pos = bad.get();
+  if (C10_LIKELY(pos == kNone)) return;
+  const int64_t n = pos / (g.C * g.oS), c = (pos / g.oS) % g.C, o = pos % g.oS;
+  fail_not_in_window(ix[n * xp.sN + c * xp.sC + o * xp.sK], n, c, o, g.five, g.S, g.oH, g.oW, w);
+}
+
+// One plane: acc (S elements, stride aK) += grad_output's terms in
+// increasing o. Returns the first bad o, or kNone.
+template <typename A, typename T, typename I>
+int64_t scatter_plane(A* acc, int64_t aK, const T* go, int64_t gK, const I* ix, int64_t xK, const Geometry& g,
+                      const Window& w, const Split& split) {
+  int64_t o = 0;
+  for (int64_t od = 0; od < g.oD; ++od) {
+    for (int64_t oh = 0; oh < g.oH; ++oh) {
+      for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
+        const int64_t v = static_cast<int64_t>(ix[o * xK]);
+        if (C10_UNLIKELY(!tap_of(v, od, oh, ow, g, w, split))) return o;
+        A& d = acc[v * aK];
+        d = static_cast<A>(static_cast<at::opmath_type<A>>(d) + static_cast<at::opmath_type<A>>(go[o * gK]));
+      }
+    }
+  }
+  return kNone;
+}
+
+// Channels per task of the channels_last_3d kernels: a cache line's worth.
+template <typename T>
+constexpr int64_t kChannelBlock = std::max<int64_t>(1, 64 / sizeof(T));
+
+// Whether the planes of t are channels_last_3d (channels adjacent).
+inline bool channels_adjacent(const Planes& t, const Geometry& g) { return g.C > 1 && t.sC == 1; }
+
+template <typename T, typename I>
+void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
+                     const Window& w, FirstBad& bad) {
+  using A = at::opmath_type<T>;
+  // Accumulate in grad_input itself when that is exact: float32 / float64,
+  // or disjoint windows (0 + one term). Else in a float32 row per plane.
+  const bool direct = std::is_same_v<A, T> || disjoint_windows(w);
+  const Split split(g);
+  if (direct && channels_adjacent(op, g)) {
+    // channels_last_3d: tasks (n, block of channels) walk the pooled
+    // positions in increasing o, channels innermost (a position's terms
+    // still arrive in increasing o); a bad index is skipped and noted.
+    const int64_t cb = kChannelBlock<T>, blocks = (g.C + cb - 1) / cb;
+    at::parallel_for(0, g.N * blocks, cpu::grain_for((g.S + g.oS) * cb), [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t n = t / blocks, c0 = (t % blocks) * cb, c1 = std::min(g.C, c0 + cb);
+        T* dst = out + n * op.sN;
+        for (int64_t k = 0; k < g.S; ++k) cpu::zero_fill(dst + k * op.sK + c0, c1 - c0);
+        int64_t first = kNone;
+        int64_t o = 0;
+        for (int64_t od = 0; od < g.oD; ++od) {
+          for (int64_t oh = 0; oh < g.oH; ++oh) {
+            for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
+              const I* is = ix + n * xp.sN + o * xp.sK;
+              const T* gs = go + n * gp.sN + o * gp.sK;
+              for (int64_t c = c0; c < c1; ++c) {
+                const int64_t v = static_cast<int64_t>(is[c * xp.sC]);
+                if (C10_UNLIKELY(!tap_of(v, od, oh, ow, g, w, split))) {
+                  first = std::min(first, (n * g.C + c) * g.oS + o);
+                  continue;
+                }
+                T& d = dst[v * op.sK + c];
+                d = static_cast<T>(static_cast<A>(d) + static_cast<A>(gs[c * gp.sC]));
+              }
+            }
+          }
+        }
+        if (C10_UNLIKELY(first != kNone)) bad.note(first);
+      }
+    });
+    return;
+  }
+  at::parallel_for(0, g.N * g.C, cpu::grain_for(g.S + g.oS), [&](int64_t b, int64_t e) {
+    std::vector<A> row(direct ? 0 : g.S);
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n = t / g.C, c = t % g.C;
+      T* dst = out + n * op.sN + c * op.sC;
+      const T* gs = go + n * gp.sN + c * gp.sC;
+      const I* is = ix + n * xp.sN + c * xp.sC;
+      int64_t first = kNone;
+      if (direct) {
+        if (op.sK == 1) {
+          cpu::zero_fill(dst, g.S);
+        } else {
+          for (int64_t k = 0; k < g.S; ++k) dst[k * op.sK] = T(0);
+        }
+        first = scatter_plane<T>(dst, op.sK, gs, gp.sK, is, xp.sK, g, w, split);
+      } else {
+        std::fill(row.begin(), row.end(), A(0));
+        first = scatter_plane<A>(row.data(), 1, gs, gp.sK, is, xp.sK, g, w, split);
+        for (int64_t k = 0; k < g.S; ++k) dst[k * op.sK] = static_cast<T>(row[k]);
+      }
+      if (C10_UNLIKELY(first != kNone)) {
+        bad.note(t * g.oS + first);
+        return;  // the call raises: the rest of the result is not needed
+      }
+    }
+  });
+}
+
+template <typename T>
+void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const Geometry& g, const Window& w) {
+  using A = at::opmath_type<T>;
+  const int64_t k[3] = {w.kernel[0], w.kernel[1], w.kernel[2]};
+  const int64_t s[3] = {w.stride[0], w.stride[1], w.stride[2]};
+  const int64_t p[3] = {w.padding[0], w.padding[1], w.padding[2]};
+  const int64_t d[3] = {w.dilation[0], w.dilation[1], w.dilation[2]};
+  if (channels_adjacent(op, g) && xp.sC == 1) {
+    // channels_last_3d: tasks are pooled positions (n, o); the window's taps
+    // in increasing (d, h, w), each tap's channels innermost (read together),
+    // each channel by window_max's rule (the first tap, then any larger or
+    // NaN one). The taps inside self: window_max's ranges, computed once.
+    at::parallel_for(0, g.N * g.oS, cpu::grain_for(g.C * k[0] * k[1] * k[2]), [&](int64_t b, int64_t e) {
+      std::vector<A> best(g.C);
+      std::vector<int64_t> where(g.C);
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t n = t / g.oS, o = t % g.oS;
+        const int64_t oi[3] = {o / (g.oH * g.oW), (o / g.oW) % g.oH, o % g.oW};
+        const int64_t size[3] = {g.D, g.H, g.W};
+        int64_t lo[3], hi[3], start[3];
+        for (int a = 0; a < 3; ++a) {
+          start[a] = oi[a] * s[a] - p[a];
+          lo[a] = start[a] >= 0 ? 0 : (-start[a] + d[a] - 1) / d[a];
+          const int64_t room = size[a] - 1 - start[a];
+          hi[a] = room < 0 ? 0 : std::min(k[a], room / d[a] + 1);
+        }
+        const T* xn = x + n * xp.sN;
+        bool first = true;
+        for (int64_t i = lo[0]; i < hi[0]; ++i) {
+          for (int64_t j = lo[1]; j < hi[1]; ++j) {
+            for (int64_t l = lo[2]; l < hi[2]; ++l) {
+              const int64_t pos = ((start[0] + i * d[0]) * g.H + start[1] + j * d[1]) * g.W + start[2] + l * d[2];
+              const T* xt = xn + pos * xp.sK;
+              if (first) {
+                for (int64_t c = 0; c < g.C; ++c) {
+                  best[c] = static_cast<A>(xt[c]);
+                  where[c] = pos;
+                }
+                first = false;
+                continue;
+              }
+              for (int64_t c = 0; c < g.C; ++c) {
+                const A v = static_cast<A>(xt[c]);
+                const bool take = v > best[c] || v != v;
+                best[c] = take ? v : best[c];
+                where[c] = take ? pos : where[c];
+              }
+            }
+          }
+        }
+        T* on = out + n * op.sN + o * op.sK;
+        int64_t* in = ix + n * op.sN + o * op.sK;
+        for (int64_t c = 0; c < g.C; ++c) {
+          on[c] = xn[where[c] * xp.sK + c];  // the element itself: its bits, NaN payloads too
+          in[c] = where[c];
+        }
+      }
+    });
+    return;
+  }
+  at::parallel_for(0, g.N * g.C, cpu::grain_for(g.oS * k[0] * k[1] * k[2]), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n = t / g.C, c = t % g.C;
+      const T* xs = x + n * xp.sN + c * xp.sC;
+      const int64_t sK = xp.sK;
+      const auto at = [&](int64_t pos) { return static_cast<A>(xs[pos * sK]); };
+      T* os = out + n * op.sN + c * op.sC;
+      int64_t* is = ix + n * op.sN + c * op.sC;
+      int64_t o = 0;
+      for (int64_t od = 0; od < g.oD; ++od) {
+        for (int64_t oh = 0; oh < g.oH; ++oh) {
+          for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
+            A value;
+            int64_t index;
+            window_max<A, int64_t>(at, od, oh, ow, g.D, g.H, g.W, k, s, p, d, value, index);
+            os[o * op.sK] = xs[index * sK];  // the element itself: its bits, NaN payloads too
+            is[o * op.sK] = index;
+          }
+        }
+      }
+    }
+  });
+}
+
+// result, indices: dense in the result's format.
+void forward_into(at::Tensor& result, at::Tensor& indices, const Plan2<Params>& p, const at::Tensor& self_,
+                  at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, bool) {
+  const at::Tensor self = planes::flattenable(self_, p.result.format);
+  const Geometry g = geometry(self, result);
+  TORCH_INTERNAL_ASSERT(indices.strides() == result.strides());  // (both allocated in the result's spec)
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "max_pool3d_with_indices", [&] {
+    forward_kernel<scalar_t>(result.mutable_data_ptr<scalar_t>(), indices.mutable_data_ptr<int64_t>(),
+                             planes_of(result), self.const_data_ptr<scalar_t>(), planes_of(self), g,
+                             p.params.window);
+  });
+}
+
+// grad_input: dense in the result's format, or in the other 5-D one (out=).
+void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output_, const at::Tensor& self,
+                   const at::Tensor& indices_, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef,
+                   bool) {
+  const MemoryFormat fmt = p.result.format;
+  const at::Tensor grad_output = planes::flattenable(grad_output_, fmt);
+  const at::Tensor indices = planes::flattenable(indices_, fmt);
+  const Geometry g = geometry(self, grad_output);
+  const Window& w = p.params.window;
+  FirstBad bad;
+  AT_DISPATCH_INDEX_TYPES(indices.scalar_type(), "max_pool3d_with_indices_backward", [&] {
+    const index_t* ix = indices.const_data_ptr<index_t>();
+    const Planes xp = planes_of(indices);
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "max_pool3d_backward", [&] {
+      backward_kernel<scalar_t, index_t>(grad_input.mutable_data_ptr<scalar_t>(), planes_of(grad_input),
+                                         grad_output.const_data_ptr<scalar_t>(), planes_of(grad_output), ix, xp,
+                                         g, w, bad);
+    });
+    check_found(bad, g, w, ix, xp);
+  });
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_aclnn, CPU, m) {
+  entry::impl<cpu::Backend, check_forward, forward_into>(m, "max_pool3d_with_indices");
+  entry::impl<cpu::Backend, check_backward, backward_into>(m, "max_pool3d_with_indices_backward");
+}
+
+}  // namespace torch_aclnn::max_pool

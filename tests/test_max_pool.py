@@ -1,0 +1,233 @@
+"""max_pool3d_with_indices and its backward (docs/spec.md §9) beyond the generic
+OpInfo tests of tests/test_common.py: the worked example, parity with torch's
+own max_pool3d and its gradient, determinism (thread counts, devices,
+use_deterministic_algorithms), the Python wrappers' arguments, int32 indices,
+and the drop-in decisions that hand calls to torch."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_aclnn as ta
+from torch_aclnn import _dropin
+from torch_aclnn.testing import make_layout
+
+ops = torch.ops.torch_aclnn
+
+
+def test_worked_example():
+    """docs/spec.md §9: [1, 3, 2, 5] pooled by windows of 2 along W, stride 1."""
+    x = torch.tensor([1.0, 3.0, 2.0, 5.0]).view(1, 1, 1, 1, 4)
+    pooled, idx = F.max_pool3d(x, [1, 1, 2], 1, return_indices=True)
+    assert pooled.flatten().tolist() == [3.0, 3.0, 5.0] and idx.flatten().tolist() == [1, 1, 3]
+    g = torch.tensor([10.0, 20.0, 30.0]).view(1, 1, 1, 1, 3)
+    gx = ta.max_pool3d_with_indices_backward(g, x, idx, [1, 1, 2], 1)
+    assert gx.flatten().tolist() == [0.0, 30.0, 0.0, 30.0]
+    buf = torch.full((1, 1, 1, 4, 1), float("nan")).transpose(-1, -2)  # any layout for out=
+    assert ta.max_pool3d_with_indices_backward(g, x, idx, [1, 1, 2], 1, out=buf) is buf
+    assert torch.equal(buf, gx)
+
+
+# (input shape, kernel_size, stride, padding, dilation, ceil_mode, dtype, layout)
+CASES = [
+    ((2, 3, 8, 8, 8), 2, None, 0, 1, False, torch.float32, "contiguous"),
+    ((1, 2, 7, 9, 8), 3, 2, 1, 1, False, torch.float64, "contiguous"),
+    ((2, 4, 6, 7, 6), 3, 1, 1, 1, True, torch.float32, "channels_last_3d"),
+    ((3, 6, 7, 6), (2, 3, 2), (1, 2, 1), 0, (2, 1, 1), False, torch.float32, "permuted"),  # 4-D
+    ((2, 2, 5, 6, 7), (1, 2, 2), None, (0, 1, 1), 1, True, torch.float64, "sliced"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{list(c[0])}-k{c[1]}-s{c[2]}-{c[7]}")
+def test_matches_torch_autograd(case):
+    """The gradient torch's autograd computes for F.max_pool3d, bitwise (float32/float64,
+    where both add a position's terms in increasing pooled position)."""
+    shape, k, s, p, d, ceil, dtype, layout = case
+    x = make_layout(torch.randn(shape, dtype=dtype), layout).requires_grad_()
+    pooled, idx = F.max_pool3d(x, k, s, p, d, ceil, return_indices=True)
+    g = torch.randn_like(pooled)
+    (expected,) = torch.autograd.grad(pooled, x, g)
+    got = ta.max_pool3d_with_indices_backward(g, x.detach(), idx, k, s, p, d, ceil)
+    assert torch.equal(got, expected)
+    assert got.is_contiguous(memory_format=torch.channels_last_3d if layout == "channels_last_3d"
+                             else torch.contiguous_format)
+
+
+def test_same_bits_on_any_thread_count():
+    x = torch.randn(2, 5, 9, 10, 11)
+    _, idx = F.max_pool3d(x, 3, 1, 1, return_indices=True)  # every position in up to 27 windows
+    g = torch.randn(idx.shape, dtype=torch.bfloat16)
+    threads = torch.get_num_threads()
+    try:
+        results = []
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            results.append(ta.max_pool3d_with_indices_backward(g, x.bfloat16(), idx, 3, 1, 1))
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(r, results[0]) for r in results)
+
+
+def test_half_rounds_once():
+    """float16 sums in float32 and rounds once: the float64 sum rounded, where
+    rounding after every addition (aten) would drift."""
+    x = torch.zeros(1, 1, 1, 1, 40)
+    x[..., 20] = 1.0  # the maximum of every window of 21 that covers it
+    _, idx = F.max_pool3d(x, [1, 1, 21], 1, [0, 0, 10], return_indices=True)
+    assert (idx == 20).sum() == 21
+    g = torch.where(idx == 20, 1.0 + 2 ** -10, 0.0).half()  # exact in float16
+    got = ta.max_pool3d_with_indices_backward(g, x.half(), idx, [1, 1, 21], 1, [0, 0, 10])
+    exact = 21 * (1.0 + 2 ** -10)
+    assert got[..., 20].item() == torch.tensor(exact).half().item() == 21.015625
+    assert (got[..., :20] == 0).all() and (got[..., 21:] == 0).all()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_is_deterministic_and_gives_the_cpu_bits():
+    x = torch.randn(2, 8, 12, 12, 12)
+    _, idx = F.max_pool3d(x, 3, 1, 1, return_indices=True)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        g = torch.randn(idx.shape).to(dtype)
+        cpu = ta.max_pool3d_with_indices_backward(g, x.to(dtype), idx, 3, 1, 1)
+        was = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True)
+        try:
+            with pytest.raises(RuntimeError):
+                torch.ops.aten.max_pool3d_with_indices_backward(g.cuda(), x.to(dtype).cuda(), [3], [1], [1], [1],
+                                                                False, idx.cuda())
+            runs = [ta.max_pool3d_with_indices_backward(g.cuda(), x.to(dtype).cuda(), idx.cuda(), 3, 1, 1)
+                    for _ in range(2)]
+        finally:
+            torch.use_deterministic_algorithms(was)
+        assert torch.equal(runs[0], runs[1]) and torch.equal(runs[0].cpu(), cpu), dtype
+
+
+def test_int32_indices():
+    x = torch.randn(2, 3, 6, 6, 6)
+    _, idx = F.max_pool3d(x, 3, 2, 1, return_indices=True)
+    g = torch.randn(idx.shape)
+    assert torch.equal(ta.max_pool3d_with_indices_backward(g, x, idx.int(), 3, 2, 1),
+                       ta.max_pool3d_with_indices_backward(g, x, idx, 3, 2, 1))
+
+
+def test_wrapper_arguments():
+    """kernel_size/padding/dilation: an int or 1 or 3 ints; stride None = kernel_size;
+    the same call as the operator with the lists expanded."""
+    x = torch.randn(1, 2, 6, 8, 6)
+    _, idx = F.max_pool3d(x, (2, 3, 2), None, (1, 1, 0), return_indices=True)
+    g = torch.randn(idx.shape)
+    expected = ops.max_pool3d_with_indices_backward(g, x, idx, [2, 3, 2], [2, 3, 2], [1, 1, 0], [1, 1, 1], False)
+    assert torch.equal(ta.max_pool3d_with_indices_backward(g, x, idx, (2, 3, 2), None, (1, 1, 0)), expected)
+    assert torch.equal(ops.max_pool3d_with_indices_backward(g, x, idx, [2, 3, 2], [], [1, 1, 0], [1], False),
+                       expected)
+    with pytest.raises(TypeError, match=r"\[torch_aclnn 161001\] max_pool3d_with_indices_backward: kernel_size"):
+        ta.max_pool3d_with_indices_backward(g, x, idx, None)
+    with pytest.raises(TypeError, match=r"\[torch_aclnn 161002\] max_pool3d_with_indices_backward: kernel_size"):
+        ta.max_pool3d_with_indices_backward(g, x, idx, 2.5)
+    with pytest.raises(TypeError, match=r"ceil_mode must be a bool"):
+        ta.max_pool3d_with_indices_backward(g, x, idx, (2, 3, 2), None, (1, 1, 0), 1, "yes")
+
+
+def test_forward_matches_torch_and_differentiates():
+    """torch_aclnn.max_pool3d_with_indices gives F.max_pool3d's values and indices,
+    and its gradient is the backward operator's (grad_fn names the C++ node)."""
+    for shape, args in (((2, 3, 7, 6, 5), (3, 2, 1, 1, True)), ((3, 6, 7, 6), ((2, 3, 2), (1, 2, 1), 0, (2, 1, 1)))):
+        x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+        want_v, want_i = F.max_pool3d(x, *args, return_indices=True)
+        got_v, got_i = ta.max_pool3d_with_indices(x, *args)
+        assert torch.equal(got_v, want_v) and torch.equal(got_i, want_i)
+        assert "max_pool3d_with_indices>" in got_v.grad_fn.name() and not got_i.requires_grad
+        g = torch.randn_like(want_v)
+        assert torch.equal(torch.autograd.grad(got_v, x, g)[0], torch.autograd.grad(want_v, x, g)[0])
+        assert torch.equal(ta.max_pool3d(x, *args), want_v)
+
+
+@pytest.fixture
+def pool_routed_on_cpu(monkeypatch):
+    """The drop-in leaves F.max_pool3d on the CPU to torch (its backward is
+    deterministic there); these tests exercise the routing on the CPU."""
+    monkeypatch.setattr(_dropin, "ROUTE_POOL_ON_CPU", True)
+
+
+def test_dropin_leaves_the_cpu_to_torch():
+    x = torch.randn(1, 2, 4, 4, 4, requires_grad=True)
+    with ta.patched() as stats:
+        got, idx = F.max_pool3d(x, 2, return_indices=True)
+        assert F.max_pool3d(x, 2).grad_fn.name() == got.grad_fn.name() == "MaxPool3DWithIndicesBackward0"
+    assert stats.total_routed() == 0 and stats.passed == {"max_pool3d_with_indices": 1, "max_pool3d": 1}, stats
+    assert all("device 'cpu'" in reason for _, reason in stats.reasons)
+
+
+@pytest.mark.usefixtures("pool_routed_on_cpu")
+def test_pool_unpool_model_routed_and_deterministic():
+    """Under patch(), MaxPool3d(return_indices=True) + MaxUnpool3d run on torch_aclnn,
+    forward and backward, under use_deterministic_algorithms(True), and two runs are
+    bitwise equal (torch alone refuses max_unpool3d there)."""
+    model = torch.nn.Sequential(torch.nn.Conv3d(2, 4, 3, padding=1), torch.nn.ELU())
+    pool, unpool = torch.nn.MaxPool3d(3, 2, 1, return_indices=True), torch.nn.MaxUnpool3d(3, 2, 1)
+    x = torch.randn(2, 2, 8, 8, 8)
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        grads = []
+        for _ in range(2):
+            model.zero_grad()
+            with ta.patched() as stats:
+                y = model(x)
+                p, i = pool(y)
+                unpool(p, i, output_size=y.shape[-3:]).square().sum().backward()
+            grads.append([q.grad.clone() for q in model.parameters()])
+            assert stats.routed.get("max_pool3d_with_indices") == 1 and stats.routed.get("max_unpool3d") == 1, stats
+    finally:
+        torch.use_deterministic_algorithms(was)
+    assert all(torch.equal(a, b) for a, b in zip(*grads))
+
+
+@pytest.mark.usefixtures("pool_routed_on_cpu")
+def test_dropin_hands_calls_outside_the_contract_to_torch():
+    """A window with no tap inside the input, a channels_last 4-D input and (without
+    indices) float16/bfloat16 under CPU autocast are torch's: same results (or error)."""
+    x = torch.randn(1, 2, 3, 3, 2)
+    cases = [
+        (x, dict(kernel_size=2, stride=1, padding=1, dilation=3, return_indices=True)),  # taps -1, 2 on W = 2
+        (torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last), dict(kernel_size=2)),
+    ]
+    for t, kw in cases:
+        with ta.patched() as stats:
+            try:
+                got = F.max_pool3d(t, **kw)
+            except RuntimeError as e:
+                got = e
+        try:
+            want = F.max_pool3d(t, **kw)
+        except RuntimeError as e:
+            want = e
+        assert stats.total_routed() == 0 and sum(stats.passed.values()) == 1, stats
+        if isinstance(want, Exception):
+            assert type(got) is type(want) and str(got) == str(want)
+        else:
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+    with torch.autocast("cpu", torch.bfloat16):
+        with ta.patched() as stats:
+            got = F.max_pool3d(x.bfloat16(), 2)
+            got_i = F.max_pool3d(x.bfloat16(), 2, return_indices=True)
+        assert got.dtype == F.max_pool3d(x.bfloat16(), 2).dtype == torch.float32
+        assert got_i[0].dtype == torch.bfloat16
+    assert stats.passed.get("max_pool3d") == 1 and stats.routed.get("max_pool3d_with_indices") == 1, stats
+
+
+@pytest.mark.usefixtures("pool_routed_on_cpu")
+def test_dropin_decision_under_dynamic_compile():
+    """The decision's size rules hold for symbolic sizes too: a window with no tap
+    inside the input goes to torch under torch.compile(dynamic=True) as in eager."""
+    def fn(t):
+        return F.max_pool3d(t, 2, 1, 1, 3, return_indices=True)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, dynamic=True, fullgraph=True, backend="eager")
+    for w in (2, 5):  # W = 2: a window without a tap (torch's); W = 5: routed
+        x = torch.randn(1, 2, 6, 5, w)
+        with ta.patched():
+            got = compiled(x)
+        want = fn(x)
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
