@@ -18,9 +18,10 @@ from torch.testing._internal.common_methods_invocations import op_db
 
 import torch_aclnn
 import torch_aclnn.nn as tann
+from torch_aclnn import _dropin
 import torch_aclnn.nn.functional as TF
 
-NAMES = ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d")
+NAMES = ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d")
 OPINFOS = [o for o in op_db if o.name in {f"nn.functional.{n}" for n in NAMES}]
 DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
 
@@ -44,16 +45,18 @@ def _run(fn, s):
     args = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in s.args]
     x = s.input.detach().requires_grad_(s.input.requires_grad)
     try:
-        out = fn(x, *args, **s.kwargs)
+        results = fn(x, *args, **s.kwargs)
     except Exception as e:  # noqa: BLE001 - compared with torch's below
         return e
+    results = results if isinstance(results, tuple) else (results,)  # (max_pool3d: values, indices)
+    out = results[0]
     leaves = [t for t in [x, *args] if isinstance(t, torch.Tensor) and t.requires_grad]
     grads = ()
     if leaves and out.requires_grad:
         g = torch.ones_like(out) if out.dim() == 0 else torch.randn(out.shape, dtype=out.dtype,
                                                                       generator=torch.Generator().manual_seed(0))
         grads = torch.autograd.grad(out, leaves, g, allow_unused=True)
-    return out.detach(), grads
+    return tuple(r.detach() for r in results), grads
 
 
 def _same(got, want, where, nan_input=None):
@@ -77,7 +80,7 @@ def _module(o, s):
     and how to call it with (input, *args, **kwargs) as F is called; None
     where the arguments have no module form (antialias, weight)."""
     name = o.name[len("nn.functional."):]
-    fn = getattr(F, name)
+    fn = F.max_pool3d_with_indices if name == "max_pool3d" else getattr(F, name)  # (its documented signature)
 
     def bound(*args, **kwargs):
         b = inspect.signature(fn).bind(*args, **kwargs)
@@ -101,6 +104,10 @@ def _module(o, s):
         if a.get("weight") is not None:
             return None
         return tnn.HuberLoss(a["reduction"], a["delta"]), lambda m, *args, **kw: m(args[0], bound(*args, **kw)["target"])
+    if name == "max_pool3d":
+        m = tnn.MaxPool3d(a["kernel_size"], a["stride"], a["padding"], a["dilation"], a["return_indices"],
+                          a["ceil_mode"])
+        return m, lambda m, *args, **kw: m(args[0])
     assert name == "max_unpool3d"
     m = tnn.MaxUnpool3d(a["kernel_size"], a["stride"], a["padding"])
 
@@ -113,7 +120,8 @@ def _module(o, s):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("o", OPINFOS, ids=_opinfo_id)
-def test_opinfo_samples_give_torchs_result(o, dtype):
+def test_opinfo_samples_give_torchs_result(o, dtype, monkeypatch):
+    monkeypatch.setattr(_dropin, "ROUTE_POOL_ON_CPU", True)  # (max_pool3d: the decision, on the CPU too)
     if dtype not in o.supported_dtypes("cpu"):
         pytest.skip(f"torch's {o.name} has no CPU {dtype} kernel")
     routed = 0
@@ -166,7 +174,10 @@ def test_opinfo_error_inputs_give_torchs_error(o):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_functional_has_torchs_signature(name):
-    ours, theirs = inspect.signature(getattr(TF, name)), inspect.signature(getattr(F, name))
+    # (F.max_pool3d dispatches on return_indices through a (*args, **kwargs) wrapper; its
+    # documented signature is max_pool3d_with_indices's)
+    ours = inspect.signature(getattr(TF, name))
+    theirs = inspect.signature(F.max_pool3d_with_indices if name == "max_pool3d" else getattr(F, name))
     assert [(p.name, p.kind, p.default) for p in ours.parameters.values()] == \
         [(p.name, p.kind, p.default) for p in theirs.parameters.values()]
 
@@ -195,11 +206,16 @@ def _overlapping_unpool():
     return lambda: F.max_unpool3d(p, i, 2, stride=1, padding=1)
 
 
+def _int_unpool():
+    p, i = F.max_pool3d(torch.randn(1, 1, 4, 4, 4), 2, return_indices=True)
+    return lambda: F.max_unpool3d(p.to(torch.int32), i, 2)
+
+
 STRICTER = [
     ("max_unpool3d", _overlapping_unpool(), "D*H*W"),
-    ("max_unpool3d", lambda: F.max_unpool3d(*[t.to(torch.int32) if t.dtype != torch.int64 else t for t in
-                                              F.max_pool3d(torch.randn(1, 1, 4, 4, 4), 2, return_indices=True)],
-                                            2), "dtype torch.int32"),
+    ("max_unpool3d", _int_unpool(), "dtype torch.int32"),
+    ("max_pool3d_with_indices", lambda: F.max_pool3d(torch.randn(1, 2, 3, 3, 2), 2, 1, 1, 3, return_indices=True),
+     "no tap inside the input"),
     ("elu", lambda: F.elu(torch.randn([1] * 9)), "9-D input"),
     ("elu", lambda: F.elu(torch.randn(4), alpha=1e39), "beyond float32"),
     ("celu", lambda: F.celu(torch.randn(4, dtype=torch.float64), 5e-324), "alpha"),
@@ -210,7 +226,8 @@ STRICTER = [
 
 
 @pytest.mark.parametrize("name,fn,why", STRICTER, ids=[f"{s[0]}-{s[2]}" for s in STRICTER])
-def test_stricter_rules_pass_through(name, fn, why):
+def test_stricter_rules_pass_through(name, fn, why, monkeypatch):
+    monkeypatch.setattr(_dropin, "ROUTE_POOL_ON_CPU", True)
     try:
         torch.manual_seed(0)
         want = fn()

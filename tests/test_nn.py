@@ -225,6 +225,11 @@ def test_autocast_dtypes_match_torch():
         got, want = tann.SmoothL1Loss()(xb, t.bfloat16()), tnn.SmoothL1Loss()(xb, t.bfloat16())
         assert got.dtype == want.dtype == torch.float32
         torch.testing.assert_close(got, want)
+        for indices in (False, True):  # (aten's max_pool3d has a CPU rule; max_pool3d_with_indices has none)
+            got, want = tann.MaxPool3d(2, return_indices=indices)(xb), tnn.MaxPool3d(2, return_indices=indices)(xb)
+            got, want = (got, want) if indices else ((got,), (want,))
+            assert [g.dtype for g in got] == [w.dtype for w in want], indices
+            torch.testing.assert_close(got, want)
         p, i = tnn.MaxPool3d(2, return_indices=True)(xb)
         got, want = tann.MaxUnpool3d(2)(p, i), tnn.MaxUnpool3d(2)(p, i)
         assert got.dtype == want.dtype == (torch.float32 if dev == "cpu" else torch.bfloat16)  # no CUDA rule

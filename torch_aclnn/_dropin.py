@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from ._registry import OPERATORS
 from ._torch_api import functorch_transforms_active, has_kernel, is_view, privateuse1_name
-from .ops import elu as _elu, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
+from .ops import elu as _elu, max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
 
 __all__ = ["ROUTES", "call", "decide"]
 
@@ -354,6 +354,55 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return out if out.is_contiguous() else out.contiguous()  # torch's result is contiguous in every layout
 
 
+# F.max_pool3d is not routed on the CPU: aten's CPU backward is deterministic
+# already (a sequential scatter per plane) and its kernels are faster than
+# torch_aclnn's there (docs/performance.md), so routing would only cost time.
+# Tests set this to exercise the decision on the CPU.
+ROUTE_POOL_ON_CPU = False
+
+
+def _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    """max_pool3d with its indices (both results) or the reason to pass through."""
+    why = _tensor(input, "max_pool3d_with_indices")
+    if why:
+        return why
+    if input.device.type == "cpu" and not ROUTE_POOL_ON_CPU:
+        return "device 'cpu' (aten's max_pool3d backward is deterministic and faster there)"
+    if input.dim() not in (4, 5):  # (F's 4-D input is (C, D, H, W): the same planes as the contract's (N, D, H, W))
+        return f"{input.dim()}-D input"
+    for s in input.shape[1 if input.dim() == 5 else 0:]:
+        if not s > 0:  # (torch refuses an empty axis but a 5-D input's N)
+            return "an empty axis (but a 5-D input's N)"
+    if input.dim() == 4 and not input.is_contiguous() and (
+            input.is_contiguous(memory_format=torch.channels_last)
+            or input.unsqueeze(0).is_contiguous(memory_format=torch.channels_last_3d)):
+        # torch's CPU kernel refuses a channels_last 4-D input; its CUDA kernel
+        # keeps C fastest in the results
+        return "4-D input with another axis fastest in memory"
+    if not return_indices and input.device.type == "cpu" and input.dtype in (torch.float16, torch.bfloat16) \
+            and torch.is_autocast_enabled("cpu"):
+        return "autocast on CPU (aten's max_pool3d without indices runs in float32 there)"
+    if not all(_ints(v) for v in (kernel_size, padding, dilation) + (() if stride is None else (stride,))):
+        return "kernel_size, stride, padding or dilation not ints"
+    if not isinstance(ceil_mode, bool) or not isinstance(return_indices, bool):
+        return "ceil_mode or return_indices not a bool"
+    window = _planned(_pool.plan, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode)
+    if isinstance(window, str):
+        return window
+    return torch.ops.torch_aclnn.max_pool3d_with_indices(input, *window)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False) -> Decision:
+    out = _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return out if isinstance(out, str) or return_indices else out[0]
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False) -> Decision:
+    return _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
 # ---------------------------------------------------------------------------
 
 # torch function -> (its name, the decision above).
@@ -365,6 +414,8 @@ ROUTES: Dict[Callable, tuple] = {
     F.smooth_l1_loss: ("smooth_l1_loss", smooth_l1_loss),
     F.huber_loss: ("huber_loss", huber_loss),
     F.max_unpool3d: ("max_unpool3d", max_unpool3d),
+    F.max_pool3d: ("max_pool3d", max_pool3d),
+    F.max_pool3d_with_indices: ("max_pool3d_with_indices", max_pool3d_with_indices),
 }
 
 

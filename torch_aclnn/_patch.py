@@ -2,9 +2,9 @@
 
 A :class:`torch.overrides.TorchFunctionMode` sees every call of a
 ``torch.nn.functional`` function that supports ``__torch_function__``
-(F.interpolate, F.elu, F.selu, F.celu, F.smooth_l1_loss, F.huber_loss and
-F.max_unpool3d all do) together with the exact arguments the caller wrote.
-For these seven, torch_aclnn/_dropin.py decides from those arguments whether
+(F.interpolate, F.elu, F.selu, F.celu, F.smooth_l1_loss, F.huber_loss,
+F.max_unpool3d, F.max_pool3d and F.max_pool3d_with_indices all do) together
+with the exact arguments the caller wrote. For these nine, torch_aclnn/_dropin.py decides from those arguments whether
 the call lies inside torch_aclnn's contract: if so torch_aclnn computes it,
 otherwise the torch function itself runs, unchanged (the same decision
 torch_aclnn.nn.functional makes). Every other torch call passes straight
@@ -58,7 +58,8 @@ _INDEX = {name: i for i, name in enumerate(_NAMES)}
 
 class PatchStats:
     """What the patch did, per torch.nn.functional function name
-    ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d"):
+    ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
+    "max_pool3d_with_indices"):
 
     * ``routed[name]``: calls computed by torch_aclnn;
     * ``passed[name]``: calls handed to torch unchanged;
@@ -169,9 +170,9 @@ def _new_mode(stats: Optional[PatchStats]) -> _RoutingMode:
 
 def patch(count: bool = True) -> None:
     """Route F.interpolate (5-D, nearest / nearest-exact), F.elu, F.selu,
-    F.celu, F.smooth_l1_loss, F.huber_loss and F.max_unpool3d — and so
-    nn.Upsample, nn.ELU, nn.SELU, nn.CELU, nn.SmoothL1Loss, nn.HuberLoss,
-    nn.MaxUnpool3d — to torch_aclnn from now on, in the calling thread, until
+    F.celu, F.smooth_l1_loss, F.huber_loss, F.max_unpool3d and F.max_pool3d
+    (with or without indices) — and so nn.Upsample, nn.ELU, nn.SELU, nn.CELU,
+    nn.SmoothL1Loss, nn.HuberLoss, nn.MaxUnpool3d, nn.MaxPool3d — to torch_aclnn from now on, in the calling thread, until
     :func:`unpatch`. Calls outside torch_aclnn's contract (other modes, 4-D
     input, other dtypes or devices, ...) go to torch unchanged. Calling it
     again is a no-op.

@@ -17,6 +17,7 @@ buffers, so a state_dict saved from either loads into the other, strictly),
     torch.nn.SmoothL1Loss -> SmoothL1Loss
     torch.nn.HuberLoss    -> HuberLoss    (delta * SmoothL1Loss(beta=delta))
     torch.nn.MaxUnpool3d  -> MaxUnpool3d
+    torch.nn.MaxPool3d    -> MaxPool3d
 
 ``inplace=True`` (ELU, SELU, CELU) behaves as in torch: the input is
 overwritten with the result and returned, and the backward is computed from
@@ -37,7 +38,8 @@ from torch import Tensor
 
 from . import functional
 
-__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "convert", "functional"]
+__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "convert",
+           "functional"]
 
 _log = logging.getLogger("torch_aclnn")
 
@@ -118,6 +120,17 @@ class MaxUnpool3d(_Module, torch.nn.MaxUnpool3d):
         return functional.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
+class MaxPool3d(_Module, torch.nn.MaxPool3d):
+    """``torch.nn.MaxPool3d(kernel_size, stride=None, padding=0, dilation=1,
+    return_indices=False, ceil_mode=False)`` on aclnnMaxPool3dWithArgmax[Backward]:
+    the gradient is deterministic on every device, also where aten's CUDA
+    kernel refuses ``use_deterministic_algorithms(True)``."""
+
+    def forward(self, input: Tensor):
+        return functional.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                                     ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
 _REPLACEMENTS = {
     torch.nn.Upsample: Upsample,
     torch.nn.ELU: ELU,
@@ -126,6 +139,7 @@ _REPLACEMENTS = {
     torch.nn.SmoothL1Loss: SmoothL1Loss,
     torch.nn.HuberLoss: HuberLoss,
     torch.nn.MaxUnpool3d: MaxUnpool3d,
+    torch.nn.MaxPool3d: MaxPool3d,
 }
 
 
@@ -143,8 +157,8 @@ def convert(module: torch.nn.Module) -> torch.nn.Module:
     itself) that torch_aclnn.nn covers with its torch_aclnn.nn twin; returns
     the (possibly new) root.
 
-    Swapped: Upsample, ELU, SELU, CELU, SmoothL1Loss, HuberLoss and
-    MaxUnpool3d, matched by exact type. Each call of a swapped module is
+    Swapped: Upsample, ELU, SELU, CELU, SmoothL1Loss, HuberLoss,
+    MaxUnpool3d and MaxPool3d, matched by exact type. Each call of a swapped module is
     still computed by torch when it lies outside torch_aclnn's contract (a
     4-D Upsample input, say), so converting never breaks a model. Left alone:
     subclasses of those classes (their forward may be their own) and

@@ -13,6 +13,7 @@ routes and what passes through: docs/patch.md.
                     size_average / reduce as torch turns them into reduction
     huber_loss      as smooth_l1_loss, delta > 0, no weight
     max_unpool3d    4-D or 5-D floating input, int64 indices
+    max_pool3d      4-D or 5-D floating input (return_indices or not)
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from torch import Tensor
 
 from .._dropin import call
 
-__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d"]
+__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d"]
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
@@ -67,3 +68,11 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
                  output_size: Optional[List[int]] = None) -> Tensor:
     """``torch.nn.functional.max_unpool3d`` on torch_aclnn's max_unpool3d[_backward]."""
     return call(_F.max_unpool3d, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """``torch.nn.functional.max_pool3d`` on torch_aclnn's max_pool3d_with_indices[_backward]:
+    the values, or (values, indices) with ``return_indices``. The gradient is
+    deterministic on every device."""
+    return call(_F.max_pool3d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
