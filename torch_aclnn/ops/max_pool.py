@@ -41,10 +41,9 @@ def plan(op: str, input: torch.Tensor, kernel_size: Size3, stride: Optional[Size
          dilation: Size3, ceil_mode: bool) -> tuple:
     """F.max_pool3d's arguments as the operators' lists (kernel_size,
     stride, padding, dilation, ceil_mode), checked by the contract's rules on
-    them (rows 5-9), raising its ValueError
-    or TypeError: what the drop-in decision (torch_aclnn/_dropin.py) needs to
-    know before it routes a call, as plain Python (the contract itself is
-    csrc/contracts/max_pool.h)."""
+    them (rows 5-9), raising its ValueError or TypeError: what the drop-in
+    decision (torch_aclnn/_dropin.py) needs to know before it routes a call,
+    as plain Python (the contract itself is csrc/contracts/max_pool.h)."""
     k, s, p, d, ceil_mode = _window(op, kernel_size, stride, padding, dilation, ceil_mode)
     for name, v, lengths in (("kernel_size", k, (1, 3)), ("stride", s, (0, 1, 3)), ("padding", p, (1, 3)),
                              ("dilation", d, (1, 3))):
