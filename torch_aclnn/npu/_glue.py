@@ -88,6 +88,20 @@ def validate(overload, *args, **kwargs) -> torch.Tensor:
         raise RuntimeError(str(e).replace(" is on meta", f" is on {device}")) from None
 
 
+def first_true(mask: torch.Tensor):
+    """The position (a list, one index per axis) of mask's first True in
+    logical order, or None: where a data-dependent contract error names the
+    offending element, as the CPU kernels do."""
+    if mask.numel() == 0 or not bool(mask.any()):
+        return None
+    flat = int(mask.reshape(-1).nonzero()[0, 0])
+    where = []
+    for size in reversed(mask.shape):
+        where.append(flat % size)
+        flat //= size
+    return where[::-1]
+
+
 def like(m: torch.Tensor, device) -> torch.Tensor:
     """An uninitialised tensor with the meta result's sizes, strides and dtype on ``device``."""
     return torch.empty_strided(m.size(), m.stride(), dtype=m.dtype, device=device)

@@ -34,18 +34,12 @@ import types
 import torch
 
 from ..ops._common import invalid
+from ..ops.max_pool import triples
 from . import _glue, limits
 
 _ops = torch.ops.torch_aclnn
 ATEN_FORWARD = torch.ops.aten.max_pool3d_with_indices.default
 ATEN_BACKWARD = torch.ops.aten.max_pool3d_with_indices_backward.default
-
-
-def _triple(v, default=None):
-    v = [int(e) for e in v]
-    if not v:
-        return default
-    return v * 3 if len(v) == 1 else v
 
 
 def check_windows(op: str, self: torch.Tensor, indices: torch.Tensor, kernel_size, stride, padding,
@@ -54,8 +48,7 @@ def check_windows(op: str, self: torch.Tensor, indices: torch.Tensor, kernel_siz
     else the CPU kernel's IndexError."""
     if indices.numel() == 0:
         return
-    k = _triple(kernel_size)
-    s, p, d = _triple(stride, k), _triple(padding), _triple(dilation)
+    k, s, p, d = triples(kernel_size, stride, padding, dilation)
     D, H, W = (int(v) for v in self.shape[-3:])
     v = indices.to(torch.int64)
     pos = (v // (H * W), (v // W) % H, v % W)
@@ -64,15 +57,9 @@ def check_windows(op: str, self: torch.Tensor, indices: torch.Tensor, kernel_siz
         o = torch.arange(indices.shape[axis - 3], device=v.device).view([-1] + [1] * (2 - axis))
         t = pos[axis] - (o * s[axis] - p[axis])
         ok &= (t >= 0) & (t % d[axis] == 0) & (t // d[axis] < k[axis])
-    bad = ~ok
-    if not bool(bad.any()):
+    where = _glue.first_true(~ok)
+    if where is None:
         return
-    flat = int(bad.reshape(-1).nonzero()[0, 0])
-    where = []
-    for size in reversed(indices.shape):
-        where.append(flat % size)
-        flat //= size
-    where.reverse()
     start = [where[-3 + a] * s[a] - p[a] for a in range(3)]
     raise invalid(op, f"indices{where} = {int(indices[tuple(where)])} is not a position of that output's "
                       f"pooling window (self's D*H*W = {D * H * W}; the window starts at (D, H, W) {start} with "

@@ -46,15 +46,9 @@ def _volume(output_size) -> int:
 def check_indices(op: str, indices: torch.Tensor, output_size) -> None:
     """Row 15: every index in [0, oD*oH*oW), else the CPU kernel's IndexError."""
     volume = _volume(output_size)
-    bad = (indices < 0) | (indices >= volume)
-    if indices.numel() == 0 or not bool(bad.any()):
+    where = _glue.first_true((indices < 0) | (indices >= volume))
+    if where is None:
         return
-    pos = int(bad.reshape(-1).nonzero()[0, 0])
-    where = []
-    for size in reversed(indices.shape):
-        where.append(pos % size)
-        pos //= size
-    where.reverse()
     value = int(indices[tuple(where)])
     raise invalid(op, f"indices{where} = {value} is outside [0, {volume}), the flattened output_size "
                       f"{[int(v) for v in output_size]}", IndexError)

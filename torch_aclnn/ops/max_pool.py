@@ -37,6 +37,16 @@ def _window(op: str, kernel_size: Size3, stride: Optional[Size3], padding: Size3
             _as_list(op, "padding", padding), _as_list(op, "dilation", dilation), bool_arg(op, "ceil_mode", ceil_mode))
 
 
+def triples(kernel_size: list, stride: list, padding: list, dilation: list) -> tuple:
+    """The operators' lists (1 or 3 elements; stride also 0: kernel_size's)
+    as 3 ints each, (D, H, W), as the contract expands them."""
+    def three(v, default=None):
+        v = [int(e) for e in v]
+        return default if not v else v * 3 if len(v) == 1 else v
+    k = three(kernel_size)
+    return k, three(stride, k), three(padding), three(dilation)
+
+
 def plan(op: str, input: torch.Tensor, kernel_size: Size3, stride: Optional[Size3], padding: Size3,
          dilation: Size3, ceil_mode: bool) -> tuple:
     """F.max_pool3d's arguments as the operators' lists (kernel_size,
@@ -49,9 +59,7 @@ def plan(op: str, input: torch.Tensor, kernel_size: Size3, stride: Optional[Size
                              ("dilation", d, (1, 3))):
         if len(v) not in lengths:
             raise invalid(op, f"{name} must have {', '.join(map(str, lengths))} elements, got {len(v)}")
-    k3 = k * 3 if len(k) == 1 else k
-    s3, p3, d3 = (k3 if not s else s * 3 if len(s) == 1 else s), p * 3 if len(p) == 1 else p, \
-        d * 3 if len(d) == 1 else d
+    k3, s3, p3, d3 = triples(k, s, p, d)
     if not (all(0 < v < 2 ** 31 for v in k3 + s3 + d3) and all(0 <= p3[i] <= k3[i] // 2 for i in range(3))):
         raise invalid(op, f"kernel_size {k}, stride {s}, padding {p} or dilation {d} breaks the contract")
     for i, n in enumerate(input.shape[-3:]):  # (symbolic sizes: the comparisons become guards)
