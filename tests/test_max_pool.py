@@ -141,6 +141,52 @@ def test_forward_matches_torch_and_differentiates():
         assert torch.equal(ta.max_pool3d(x, *args), want_v)
 
 
+def test_forward_window_rule_on_every_path():
+    """The CPU forward's paths (rows of NCDHW planes with stride 1, 2 or
+    another, channels_last_3d, strided planes, 4-D) give aten's NCDHW values
+    and indices for random windows over data with ties, NaN and -inf. aten's
+    own channels_last_3d CPU kernel is not the reference: for a window whose
+    taps are all -inf it returns an index without the window's depth offset
+    (outside the window); docs/spec.md §9."""
+    gen = torch.Generator().manual_seed(0)
+
+    def pick(lo, hi):
+        return int(torch.randint(lo, hi + 1, (), generator=gen))
+
+    compared = 0
+    for trial in range(300):
+        k = [pick(1, 4) for _ in range(3)]
+        s = [pick(1, 3) for _ in range(3)]
+        d = [(1, 1, 2)[pick(0, 2)] for _ in range(3)]
+        p = [pick(0, kk // 2) for kk in k]
+        size = [pick(1, 9) for _ in range(3)]
+        dtype = (torch.float32, torch.float64, torch.bfloat16, torch.float16)[trial % 4]
+        x = torch.randint(-3, 3, (pick(1, 2), pick(1, 5), *size), generator=gen).to(dtype)
+        special = torch.rand(x.shape, generator=gen)
+        x[special < 0.15] = float("nan") if trial % 3 == 0 else x[special < 0.15]
+        x[special > 0.6] = float("-inf") if trial % 3 == 1 else x[special > 0.6]
+        ceil = trial % 5 == 0
+        try:
+            want_v, want_i = torch.ops.aten.max_pool3d_with_indices(x, k, s, p, d, ceil)
+        except RuntimeError:
+            continue  # outside aten's rules
+        for layout in ("contiguous", "channels_last_3d", "permuted", "sliced", "4d"):
+            xl = x[0] if layout == "4d" else make_layout(x, layout)
+            try:
+                got_v, got_i = ops.max_pool3d_with_indices(xl, k, s, p, d, ceil)
+            except ValueError as e:  # a window with no tap inside self (row 9): refused, not computed
+                assert "must have a tap inside self" in str(e), e
+                break
+            v, i = (want_v[0], want_i[0]) if layout == "4d" else (want_v, want_i)
+            assert torch.equal(got_i, i), (k, s, p, d, size, dtype, layout)
+            assert torch.equal(got_v.isnan(), v.isnan()) and torch.equal(got_v.nan_to_num(), v.nan_to_num())
+            compared += 1
+    assert compared > 600
+    x = torch.full((1, 2, 3, 1, 9), float("-inf")).contiguous(memory_format=torch.channels_last_3d)
+    assert ops.max_pool3d_with_indices(x, [2, 4, 3], [2, 2, 3], [0, 2, 0], [1], True)[1][0, 0, 1, 0].tolist() == \
+        [18, 21, 24]
+
+
 @pytest.fixture
 def pool_routed_on_cpu(monkeypatch):
     """The drop-in leaves F.max_pool3d on the CPU to torch (its backward is

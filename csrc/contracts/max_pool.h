@@ -322,6 +322,18 @@ C10_HOST_DEVICE inline bool in_window(index_t x, index_t o, index_t kernel, inde
   return t >= 0 && t % dilation == 0 && t / dilation < kernel;
 }
 
+// On one axis of length size, the taps of a window that starts at start
+// (o * stride - padding) that lie inside self: tap numbers [lo, hi) of the
+// kernel's k (empty where hi <= lo). No division for dilation 1.
+template <typename index_t>
+C10_HOST_DEVICE inline void tap_range(index_t start, index_t size, index_t k, index_t dilation, index_t& lo,
+                                      index_t& hi) {
+  lo = start >= 0 ? 0 : dilation == 1 ? -start : (-start + dilation - 1) / dilation;
+  const index_t room = size - 1 - start;  // the last position the axis has, from the start
+  const index_t taps = room < 0 ? 0 : (dilation == 1 ? room : room / dilation) + 1;
+  hi = taps < k ? taps : k;
+}
+
 // The forward's element rule (aten's, on every device): the maximum of the
 // window's taps inside self, visited in increasing (d, h, w); a NaN wins
 // over any number and a later NaN over an earlier one; where no tap exceeds
@@ -335,13 +347,9 @@ C10_HOST_DEVICE inline void window_max(At at, index_t od, index_t oh, index_t ow
                                        const index_t (&dil)[3], A& max_value, index_t& max_index) {
   const index_t d0 = od * s[0] - p[0], h0 = oh * s[1] - p[1], w0 = ow * s[2] - p[2];
   index_t lo[3], hi[3];  // per axis, the taps inside self: [lo, hi)
-  const index_t start[3] = {d0, h0, w0}, size[3] = {D, H, W};
-  for (int a = 0; a < 3; ++a) {  // (no division for dilation 1: the common case)
-    lo[a] = start[a] >= 0 ? 0 : dil[a] == 1 ? -start[a] : (-start[a] + dil[a] - 1) / dil[a];
-    const index_t room = size[a] - 1 - start[a];  // the last position the axis has, from the start
-    const index_t taps = room < 0 ? 0 : (dil[a] == 1 ? room : room / dil[a]) + 1;
-    hi[a] = taps < k[a] ? taps : k[a];
-  }
+  tap_range<index_t>(d0, D, k[0], dil[0], lo[0], hi[0]);
+  tap_range<index_t>(h0, H, k[1], dil[1], lo[1], hi[1]);
+  tap_range<index_t>(w0, W, k[2], dil[2], lo[2], hi[2]);
   max_value = -std::numeric_limits<A>::infinity();
   max_index = -1;
   for (index_t i = lo[0]; i < hi[0]; ++i) {

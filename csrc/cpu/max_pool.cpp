@@ -4,8 +4,10 @@
 // taps and its flat (D, H, W) position, by the contract's element rule
 // (window_max: aten's, NaN included), which the CUDA kernel runs too; the
 // value written is that element itself (so a NaN keeps its payload on every
-// device). Tasks are (n, c) planes; float16/bfloat16 compare in float32
-// (exact).
+// device). float16/bfloat16 compare in float32 (exact). The rule is applied
+// to many windows at once, branch-free (fold_tap): NCDHW planes row by row
+// (one tap of every window of a pooled row, vectorised over the row), and
+// channels_last_3d over the channels; other strided planes per window.
 //
 // max_pool3d_with_indices_backward: grad_input = zeros(self's shape);
 // grad_input[n][c][indices[n][c][o]] += grad_output[n][c][o] for every pooled
@@ -194,74 +196,169 @@ void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Pla
   });
 }
 
-template <typename T>
+// The forward's element rule (window_max's, contracts/max_pool.h) for n
+// windows at once, one tap of each: tap i of window i reads src[i * stride]
+// at flat position base + i * step. best starts at -inf and where at each
+// window's first tap inside self, so "the first tap, then any larger or NaN
+// one" is two selects per element, no branch: the loop vectorises (over the
+// pooled positions of a row, or over the channels).
+template <int kStride, typename T, typename A, typename J>
+inline void fold_tap(const T* __restrict src, int64_t stride, int64_t n, J base, J step, A* __restrict best,
+                     J* __restrict where) {
+  const int64_t st = kStride ? kStride : stride;
+  for (int64_t i = 0; i < n; ++i) {
+    const A v = static_cast<A>(src[i * st]);
+    const bool take = v > best[i] || v != v;
+    best[i] = take ? v : best[i];
+    where[i] = take ? static_cast<J>(base + static_cast<J>(i) * step) : where[i];
+  }
+}
+
+// Writes n results and their positions (stride ok): the winning element
+// itself, so its bits (NaN payloads too): best holds it where the compute
+// type is the element type, else it is read again from self (position
+// where[i] at src[where[i] * sK + i * sI]).
+template <typename T, typename A, typename J>
+inline void store_result(T* out, int64_t* indices, int64_t ok, int64_t n, const A* best, const J* where,
+                         const T* src, int64_t sK, int64_t sI) {
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<A, T>) {
+      out[i * ok] = best[i];
+    } else {
+      out[i * ok] = src[where[i] * sK + i * sI];
+    }
+    indices[i * ok] = where[i];
+  }
+}
+
+// One plane of a dense-axes (sK == 1) NCDHW self, row by row: for each
+// pooled row (od, oh), the window taps in increasing (d, h, w), each tap for
+// every pooled position of the row that has it inside self (so every
+// window still sees its taps in window_max's order). J: the position type
+// (int32_t where S fits).
+template <int kStride, typename T, typename J>
+void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& g, const Window& w,
+                   at::opmath_type<T>* best, J* where) {
+  using A = at::opmath_type<T>;
+  const auto& k = w.kernel;
+  const auto& s = w.stride;
+  const auto& p = w.padding;
+  const auto& d = w.dilation;
+  int64_t o = 0;
+  for (int64_t od = 0; od < g.oD; ++od) {
+    int64_t lo0, hi0;
+    const int64_t z0 = od * s[0] - p[0];
+    tap_range<int64_t>(z0, g.D, k[0], d[0], lo0, hi0);
+    for (int64_t oh = 0; oh < g.oH; ++oh, o += g.oW) {
+      int64_t lo1, hi1;
+      const int64_t y0 = oh * s[1] - p[1];
+      tap_range<int64_t>(y0, g.H, k[1], d[1], lo1, hi1);
+      const int64_t first_row = ((z0 + lo0 * d[0]) * g.H + y0 + lo1 * d[1]) * g.W;
+      for (int64_t ow = 0; ow < g.oW; ++ow) {
+        int64_t lo2, hi2;
+        const int64_t x0 = ow * s[2] - p[2];
+        tap_range<int64_t>(x0, g.W, k[2], d[2], lo2, hi2);
+        best[ow] = -std::numeric_limits<A>::infinity();
+        where[ow] = static_cast<J>(first_row + x0 + lo2 * d[2]);
+      }
+      for (int64_t i = lo0; i < hi0; ++i) {
+        for (int64_t j = lo1; j < hi1; ++j) {
+          const int64_t row = ((z0 + i * d[0]) * g.H + y0 + j * d[1]) * g.W;
+          for (int64_t l = 0; l < k[2]; ++l) {
+            // the pooled positions whose tap l lies inside the row: x = ow * s - p + l * d in [0, W)
+            const int64_t shift = l * d[2] - p[2];
+            const int64_t a = shift >= 0 ? 0 : (-shift + s[2] - 1) / s[2];
+            const int64_t last = g.W - 1 - shift;
+            const int64_t b = last < 0 ? 0 : std::min(g.oW, last / s[2] + 1);
+            if (a >= b) continue;
+            const int64_t pos = row + a * s[2] + shift;
+            fold_tap<kStride>(xs + pos, s[2], b - a, static_cast<J>(pos), static_cast<J>(s[2]), best + a, where + a);
+          }
+        }
+      }
+      store_result(os + o * oK, is + o * oK, oK, g.oW, best, where, xs, 1, 0);
+    }
+  }
+}
+
+// Whether the tap number / position arithmetic of the vectorised forward fits
+// J (int32_t): every flat position of self.
+template <typename J>
+inline bool positions_fit(const Geometry& g) {
+  return g.S <= std::numeric_limits<J>::max();
+}
+
+template <typename T, typename J>
 void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const Geometry& g, const Window& w) {
   using A = at::opmath_type<T>;
   const int64_t k[3] = {w.kernel[0], w.kernel[1], w.kernel[2]};
   const int64_t s[3] = {w.stride[0], w.stride[1], w.stride[2]};
   const int64_t p[3] = {w.padding[0], w.padding[1], w.padding[2]};
   const int64_t d[3] = {w.dilation[0], w.dilation[1], w.dilation[2]};
+  const int64_t taps = k[0] * k[1] * k[2];
   if (channels_adjacent(op, g) && xp.sC == 1) {
-    // channels_last_3d: tasks are pooled positions (n, o); the window's taps
-    // in increasing (d, h, w), each tap's channels innermost (read together),
-    // each channel by window_max's rule (the first tap, then any larger or
-    // NaN one). The taps inside self: window_max's ranges, computed once.
-    at::parallel_for(0, g.N * g.oS, cpu::grain_for(g.C * k[0] * k[1] * k[2]), [&](int64_t b, int64_t e) {
+    // channels_last_3d: tasks are pooled rows (n, od, oh); per pooled
+    // position, the window's taps inside self in increasing (d, h, w), each
+    // tap's channels together.
+    at::parallel_for(0, g.N * g.oD * g.oH, cpu::grain_for(g.oW * g.C * taps), [&](int64_t b, int64_t e) {
       std::vector<A> best(g.C);
-      std::vector<int64_t> where(g.C);
+      std::vector<J> where(g.C);
       for (int64_t t = b; t < e; ++t) {
-        const int64_t n = t / g.oS, o = t % g.oS;
-        const int64_t oi[3] = {o / (g.oH * g.oW), (o / g.oW) % g.oH, o % g.oW};
-        const int64_t size[3] = {g.D, g.H, g.W};
-        int64_t lo[3], hi[3], start[3];
-        for (int a = 0; a < 3; ++a) {
-          start[a] = oi[a] * s[a] - p[a];
-          lo[a] = start[a] >= 0 ? 0 : (-start[a] + d[a] - 1) / d[a];
-          const int64_t room = size[a] - 1 - start[a];
-          hi[a] = room < 0 ? 0 : std::min(k[a], room / d[a] + 1);
-        }
+        const int64_t n = t / (g.oD * g.oH), od = (t / g.oH) % g.oD, oh = t % g.oH;
+        int64_t lo0, hi0, lo1, hi1;
+        const int64_t z0 = od * s[0] - p[0], y0 = oh * s[1] - p[1];
+        tap_range<int64_t>(z0, g.D, k[0], d[0], lo0, hi0);
+        tap_range<int64_t>(y0, g.H, k[1], d[1], lo1, hi1);
         const T* xn = x + n * xp.sN;
-        bool first = true;
-        for (int64_t i = lo[0]; i < hi[0]; ++i) {
-          for (int64_t j = lo[1]; j < hi[1]; ++j) {
-            for (int64_t l = lo[2]; l < hi[2]; ++l) {
-              const int64_t pos = ((start[0] + i * d[0]) * g.H + start[1] + j * d[1]) * g.W + start[2] + l * d[2];
-              const T* xt = xn + pos * xp.sK;
-              if (first) {
-                for (int64_t c = 0; c < g.C; ++c) {
-                  best[c] = static_cast<A>(xt[c]);
-                  where[c] = pos;
+        for (int64_t ow = 0; ow < g.oW; ++ow) {
+          int64_t lo2, hi2;
+          const int64_t x0 = ow * s[2] - p[2];
+          tap_range<int64_t>(x0, g.W, k[2], d[2], lo2, hi2);
+          bool first = true;
+          for (int64_t i = lo0; i < hi0; ++i) {
+            for (int64_t j = lo1; j < hi1; ++j) {
+              const int64_t row = ((z0 + i * d[0]) * g.H + y0 + j * d[1]) * g.W + x0;
+              for (int64_t l = lo2; l < hi2; ++l) {
+                const int64_t pos = row + l * d[2];
+                const T* xt = xn + pos * xp.sK;
+                if (first) {  // window_max's first tap: taken whatever its value
+                  for (int64_t c = 0; c < g.C; ++c) best[c] = static_cast<A>(xt[c]);
+                  std::fill(where.begin(), where.end(), static_cast<J>(pos));
+                  first = false;
+                  continue;
                 }
-                first = false;
-                continue;
-              }
-              for (int64_t c = 0; c < g.C; ++c) {
-                const A v = static_cast<A>(xt[c]);
-                const bool take = v > best[c] || v != v;
-                best[c] = take ? v : best[c];
-                where[c] = take ? pos : where[c];
+                fold_tap<1>(xt, 1, g.C, static_cast<J>(pos), J(0), best.data(), where.data());
               }
             }
           }
-        }
-        T* on = out + n * op.sN + o * op.sK;
-        int64_t* in = ix + n * op.sN + o * op.sK;
-        for (int64_t c = 0; c < g.C; ++c) {
-          on[c] = xn[where[c] * xp.sK + c];  // the element itself: its bits, NaN payloads too
-          in[c] = where[c];
+          const int64_t o = (od * g.oH + oh) * g.oW + ow;
+          store_result(out + n * op.sN + o * op.sK, ix + n * op.sN + o * op.sK, 1, g.C, best.data(), where.data(),
+                       xn, xp.sK, 1);
         }
       }
     });
     return;
   }
-  at::parallel_for(0, g.N * g.C, cpu::grain_for(g.oS * k[0] * k[1] * k[2]), [&](int64_t b, int64_t e) {
+  at::parallel_for(0, g.N * g.C, cpu::grain_for(g.oS * taps), [&](int64_t b, int64_t e) {
+    std::vector<A> best(xp.sK == 1 ? g.oW : 0);
+    std::vector<J> where(best.size());
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / g.C, c = t % g.C;
       const T* xs = x + n * xp.sN + c * xp.sC;
-      const int64_t sK = xp.sK;
-      const auto at = [&](int64_t pos) { return static_cast<A>(xs[pos * sK]); };
       T* os = out + n * op.sN + c * op.sC;
       int64_t* is = ix + n * op.sN + c * op.sC;
+      if (xp.sK == 1) {  // dense D, H, W axes: row by row, vectorised
+        if (s[2] == 1) {
+          forward_plane<1, T, J>(xs, os, is, op.sK, g, w, best.data(), where.data());
+        } else if (s[2] == 2) {
+          forward_plane<2, T, J>(xs, os, is, op.sK, g, w, best.data(), where.data());
+        } else {
+          forward_plane<0, T, J>(xs, os, is, op.sK, g, w, best.data(), where.data());
+        }
+        continue;
+      }
+      const int64_t sK = xp.sK;
+      const auto at = [&](int64_t pos) { return static_cast<A>(xs[pos * sK]); };
       int64_t o = 0;
       for (int64_t od = 0; od < g.oD; ++od) {
         for (int64_t oh = 0; oh < g.oH; ++oh) {
@@ -285,9 +382,17 @@ void forward_into(at::Tensor& result, at::Tensor& indices, const Plan2<Params>& 
   const Geometry g = geometry(self, result);
   TORCH_INTERNAL_ASSERT(indices.strides() == result.strides());  // (both allocated in the result's spec)
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "max_pool3d_with_indices", [&] {
-    forward_kernel<scalar_t>(result.mutable_data_ptr<scalar_t>(), indices.mutable_data_ptr<int64_t>(),
-                             planes_of(result), self.const_data_ptr<scalar_t>(), planes_of(self), g,
-                             p.params.window);
+    const auto run = [&](auto position) {
+      forward_kernel<scalar_t, decltype(position)>(result.mutable_data_ptr<scalar_t>(),
+                                                   indices.mutable_data_ptr<int64_t>(), planes_of(result),
+                                                   self.const_data_ptr<scalar_t>(), planes_of(self), g,
+                                                   p.params.window);
+    };
+    if (positions_fit<int32_t>(g)) {
+      run(int32_t{});
+    } else {
+      run(int64_t{});
+    }
   });
 }
 
