@@ -187,6 +187,61 @@ def test_forward_window_rule_on_every_path():
         [18, 21, 24]
 
 
+def test_backward_paths_match_aten_and_find_the_first_bad_index():
+    """The CPU backward's paths (the write pass of disjoint windows, packed or
+    not, with clamped windows at the edges; the scatter of overlapping ones;
+    channels_last_3d; strided grad_output and indices) give aten's result for
+    random windows: float32/float64 bitwise, float16/bfloat16 as aten's
+    float32 result rounded once. A bad index planted at a random pooled
+    position is the one reported, also behind a later one."""
+    gen = torch.Generator().manual_seed(1)
+
+    def pick(lo, hi):
+        return int(torch.randint(lo, hi + 1, (), generator=gen))
+
+    layouts = ("contiguous", "channels_last_3d", "permuted", "sliced")
+    compared = 0
+    for trial in range(160):
+        k = [pick(1, 3) for _ in range(3)]
+        disjoint = trial % 3 != 0
+        s = [kk + pick(0, 1) if disjoint else pick(1, 3) for kk in k]
+        d = [1 if disjoint or trial % 2 else pick(1, 2) for _ in range(3)]
+        p = [pick(0, kk // 2) for kk in k]
+        size = [pick(2, 9) for _ in range(3)]
+        dtype = (torch.float32, torch.float64, torch.bfloat16, torch.float16)[trial % 4]
+        x = torch.randn(pick(1, 2), pick(1, 3), *size, generator=gen, dtype=torch.float64)
+        w = (k, s, p, d, trial % 5 == 0)
+        try:
+            _, idx = ops.max_pool3d_with_indices(x, *w)
+        except ValueError:
+            continue  # a window with no tap inside self (row 9)
+        go = torch.randn(idx.shape, generator=gen, dtype=torch.float64)
+        go[torch.rand(idx.shape, generator=gen) < 0.1] = -0.0
+        reduced = dtype in (torch.float16, torch.bfloat16)
+        want = torch.ops.aten.max_pool3d_with_indices_backward(
+            go.to(dtype).float() if reduced else go.to(dtype), x.to(torch.float32 if reduced else dtype), *w, idx)
+        want = want.to(dtype)
+        xs = make_layout(x.to(dtype), layouts[trial % 4])
+        g = make_layout(go.to(dtype), layouts[(trial // 4) % 4])
+        ix = make_layout(idx.int() if trial % 7 == 0 else idx, layouts[(trial // 16) % 4])
+        got = ops.max_pool3d_with_indices_backward(g, xs, ix, *w)
+        assert torch.equal(got, want) and torch.equal(got.signbit(), want.signbit()), (w, size, dtype)
+        compared += 1
+        bad = idx.clone().flatten()
+        first, later = sorted(torch.randperm(bad.numel(), generator=gen)[:2].tolist()) if bad.numel() > 1 else (0, 0)
+        bad[later] = -1
+        plane = idx.shape[-3:].numel()
+        if trial % 2 and disjoint and plane > 1:  # a position of the next window in the plane (not of this one)
+            bad[first] = idx.flatten()[first + 1 if (first + 1) % plane else first - 1]
+        else:
+            bad[first] = x[0, 0].numel() if trial % 2 else -5  # outside the plane
+        bad = bad.view(idx.shape)
+        where = ", ".join(str(int(v)) for v in torch.unravel_index(torch.tensor(first), idx.shape))
+        with pytest.raises(IndexError, match=rf"indices\[{where}\] = {int(bad.flatten()[first])} is not a position"):
+            ops.max_pool3d_with_indices_backward(g, xs, make_layout(bad, layouts[trial % 4]), *w)
+    assert compared > 120
+
+
 @pytest.fixture
 def pool_routed_on_cpu(monkeypatch):
     """The drop-in leaves F.max_pool3d on the CPU to torch (its backward is

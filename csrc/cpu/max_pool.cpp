@@ -17,6 +17,9 @@
 // gets its terms in the same order as the CUDA kernel's gather: the same
 // bits on both. float32 and float64 accumulate in grad_input itself;
 // float16 and bfloat16 in a float32 row per plane, rounded once at the end.
+// Where no position is in two windows and the planes are dense, a plane is
+// written in one pass instead (write_plane): each window's taps get its term
+// or 0, which is the same result without the zero-fill.
 //
 // A tensor of shape (N, [C,] D, H, W) is seen as N x C planes
 // (common/planes.h); grad_output and indices whose D, H, W axes do not
@@ -36,6 +39,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -126,6 +130,133 @@ constexpr int64_t kChannelBlock = std::max<int64_t>(1, 64 / sizeof(T));
 // Whether the planes of t are channels_last_3d (channels adjacent).
 inline bool channels_adjacent(const Planes& t, const Geometry& g) { return g.C > 1 && t.sC == 1; }
 
+// Whether the windows cover every position of self (no gap, no hole): on
+// every axis, stride == kernel_size, no dilation between taps, and the last
+// window reaches the end. With disjoint windows, the write pass below then
+// writes every element of grad_input.
+inline bool windows_cover_self(const Geometry& g, const Window& w) {
+  const int64_t size[3] = {g.D, g.H, g.W}, out[3] = {g.oD, g.oH, g.oW};
+  for (int a = 0; a < 3; ++a) {
+    const int64_t k = w.kernel[a];
+    if (w.stride[a] != k || (k > 1 && w.dilation[a] != 1) || (out[a] - 1) * k - w.padding[a] + k < size[a]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// v where keep, else +0 (all bits clear, in every floating type): a mask,
+// not a branch.
+template <typename T>
+inline T keep_if(bool keep, T v) {
+  static_assert(std::is_trivially_copyable_v<T> && (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8));
+  using U = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+  U bits;
+  std::memcpy(&bits, &v, sizeof(T));
+  bits &= static_cast<U>(U(0) - static_cast<U>(keep));
+  std::memcpy(&v, &bits, sizeof(T));
+  return v;
+}
+
+// The taps of n windows of one row of disjoint windows: window i's taps are
+// dst[i * s + l * d] (flat position pos0 + i * s + l * d), l in [0, k); each
+// gets the window's term where the window's index names it, else 0.
+// hits[i] += how many of its taps the index names (0 or 1). K > 0: k = s = K,
+// d = 1 and adjacent indices (xK = 1): the loop vectorises.
+template <int K, typename T, typename I>
+inline void write_windows(T* __restrict dst, int64_t n, int64_t pos0, int64_t k, int64_t s, int64_t d,
+                          const T* __restrict terms, const I* __restrict ix, int64_t xK, int32_t* __restrict hits) {
+  const int64_t kk = K ? K : k, ss = K ? K : s, dd = K ? 1 : d, xk = K ? 1 : xK;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = static_cast<int64_t>(ix[i * xk]);
+    const T term = terms[i];
+    int32_t named = 0;
+    for (int64_t l = 0; l < kk; ++l) {
+      const int64_t at = i * ss + l * dd;
+      const bool mine = v == pos0 + at;
+      dst[at] = keep_if(mine, term);
+      named += mine;
+    }
+    hits[i] += named;
+  }
+}
+
+// Disjoint windows (no position in two), grad_input's D, H, W axes dense:
+// one plane in a single write pass instead of zero-fill and scatter. Row by
+// row as in the forward, every tap inside self of every window is written
+// once (write_windows). An index that is a tap of its own window names
+// exactly one; any other names none (row 12). Returns the first pooled
+// position whose index named none, or kNone. Positions in no window are
+// the caller's (zero-filled first).
+// hits, terms: oW elements of scratch.
+template <typename T, typename I>
+int64_t write_plane(T* out, const T* go, int64_t gK, const I* ix, int64_t xK, const Geometry& g, const Window& w,
+                    int32_t* hits, T* terms) {
+  using A = at::opmath_type<T>;
+  const auto& k = w.kernel;
+  const auto& s = w.stride;
+  const auto& p = w.padding;
+  const auto& d = w.dilation;
+  // The pooled positions [a, b) whose windows lie inside the row on W (the
+  // rest, at most a few at each end, are clamped one by one).
+  const int64_t a = std::min(g.oW, (p[2] + s[2] - 1) / s[2]);
+  const int64_t reach = g.W - 1 + p[2] - (k[2] - 1) * d[2];
+  const int64_t b = std::max(a, reach < 0 ? 0 : std::min(g.oW, reach / s[2] + 1));
+  const bool dense = xK == 1, packed = s[2] == k[2] && (d[2] == 1 || k[2] == 1);
+  int64_t o = 0;
+  for (int64_t od = 0; od < g.oD; ++od) {
+    int64_t lo0, hi0;
+    const int64_t z0 = od * s[0] - p[0];
+    tap_range<int64_t>(z0, g.D, k[0], d[0], lo0, hi0);
+    for (int64_t oh = 0; oh < g.oH; ++oh, o += g.oW) {
+      int64_t lo1, hi1;
+      const int64_t y0 = oh * s[1] - p[1];
+      tap_range<int64_t>(y0, g.H, k[1], d[1], lo1, hi1);
+      std::fill(hits, hits + g.oW, 0);
+      for (int64_t ow = 0; ow < g.oW; ++ow) {  // 0 + the term, as the scatter adds it: -0 gives +0, on every device
+        terms[ow] = static_cast<T>(A(0) + static_cast<A>(go[(o + ow) * gK]));
+      }
+      const I* xr = ix + o * xK;
+      for (int64_t i = lo0; i < hi0; ++i) {
+        for (int64_t j = lo1; j < hi1; ++j) {
+          const int64_t row = ((z0 + i * d[0]) * g.H + y0 + j * d[1]) * g.W;
+          const auto clamped = [&](int64_t ow) {
+            int64_t lo2, hi2;
+            const int64_t x = ow * s[2] - p[2];
+            tap_range<int64_t>(x, g.W, k[2], d[2], lo2, hi2);
+            const int64_t first = row + x + lo2 * d[2];
+            write_windows<0>(out + first, 1, first, hi2 - lo2, s[2], d[2], terms + ow, xr + ow * xK, xK, hits + ow);
+          };
+          for (int64_t ow = 0; ow < a; ++ow) clamped(ow);
+          const int64_t first = row + a * s[2] - p[2], n = b - a;
+          const auto inside = [&](auto K) {
+            write_windows<decltype(K)::value>(out + first, n, first, k[2], s[2], d[2], terms + a, xr + a * xK, xK,
+                                              hits + a);
+          };
+          if (dense && packed && k[2] == 2) {
+            inside(std::integral_constant<int, 2>{});
+          } else if (dense && packed && k[2] == 3) {
+            inside(std::integral_constant<int, 3>{});
+          } else if (dense && packed && k[2] == 1) {
+            inside(std::integral_constant<int, 1>{});
+          } else {
+            inside(std::integral_constant<int, 0>{});
+          }
+          for (int64_t ow = b; ow < g.oW; ++ow) clamped(ow);
+        }
+      }
+      int32_t miss = 0;
+      for (int64_t ow = 0; ow < g.oW; ++ow) miss |= hits[ow] ^ 1;
+      if (C10_UNLIKELY(miss != 0)) {
+        for (int64_t ow = 0; ow < g.oW; ++ow) {
+          if (hits[ow] != 1) return o + ow;
+        }
+      }
+    }
+  }
+  return kNone;
+}
+
 template <typename T, typename I>
 void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
                      const Window& w, FirstBad& bad) {
@@ -164,6 +295,26 @@ void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Pla
           }
         }
         if (C10_UNLIKELY(first != kNone)) bad.note(first);
+      }
+    });
+    return;
+  }
+  if (disjoint_windows(w) && op.sK == 1) {
+    // NCDHW, disjoint windows: one write pass per plane (write_plane).
+    const bool covered = windows_cover_self(g, w);
+    at::parallel_for(0, g.N * g.C, cpu::grain_for(g.S + g.oS), [&](int64_t b, int64_t e) {
+      std::vector<int32_t> hits(g.oW);
+      std::vector<T> terms(g.oW);
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t n = t / g.C, c = t % g.C;
+        T* dst = out + n * op.sN + c * op.sC;
+        if (!covered) cpu::zero_fill(dst, g.S);
+        const int64_t first = write_plane(dst, go + n * gp.sN + c * gp.sC, gp.sK, ix + n * xp.sN + c * xp.sC,
+                                          xp.sK, g, w, hits.data(), terms.data());
+        if (C10_UNLIKELY(first != kNone)) {
+          bad.note(t * g.oS + first);
+          return;  // the call raises: the rest of the result is not needed
+        }
       }
     });
     return;
