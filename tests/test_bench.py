@@ -161,7 +161,8 @@ def test_model_tiny(tmp_path):
     assert all(r["ms_per_step"] > 0 for r in report["steps"])
     det = report["determinism"]
     assert det["torch"].startswith("raises: max_unpooling3d") and det["patch()"] == "bitwise equal"
-    assert set(det["routed_per_step"]) == {"interpolate", "elu", "selu", "celu", "smooth_l1_loss", "max_unpool3d"}
+    assert set(det["routed_per_step"]) == {"interpolate", "elu", "selu", "celu", "smooth_l1_loss", "max_unpool3d",
+                                           "max_pool3d_with_indices"}
     assert (tmp_path / js.name.replace(".json", ".md")).read_text().startswith("# UNet3d training step")
 
 
