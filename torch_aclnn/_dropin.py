@@ -354,11 +354,21 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return out if out.is_contiguous() else out.contiguous()  # torch's result is contiguous in every layout
 
 
+# F.max_pool3d is not routed on the CPU: aten's CPU backward is deterministic
+# already (a sequential scatter per plane), and torch_aclnn's CPU kernels,
+# faster on wide rows, lose on a small model's narrow ones (docs/performance.md),
+# so routing would not speed up a training step.
+# Tests set this to exercise the decision on the CPU.
+ROUTE_POOL_ON_CPU = False
+
+
 def _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     """max_pool3d with its indices (both results) or the reason to pass through."""
     why = _tensor(input, "max_pool3d_with_indices")
     if why:
         return why
+    if input.device.type == "cpu" and not ROUTE_POOL_ON_CPU:
+        return "device 'cpu' (aten's max_pool3d backward is deterministic there)"
     if input.dim() not in (4, 5):  # (F's 4-D input is (C, D, H, W): the same planes as the contract's (N, D, H, W))
         return f"{input.dim()}-D input"
     for s in input.shape[1 if input.dim() == 5 else 0:]:
