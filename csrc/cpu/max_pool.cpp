@@ -145,6 +145,36 @@ inline bool windows_cover_self(const Geometry& g, const Window& w) {
   return true;
 }
 
+// One pooled row (od, oh) of a plane, for the row-wise kernels: o, the flat
+// pooled position of its first window; the windows' start on D and H, and
+// their taps inside self there (tap_range): [lo0, hi0) and [lo1, hi1).
+struct PooledRow {
+  int64_t o, z0, y0, lo0, hi0, lo1, hi1;
+
+  // The flat position of input row (tap i on D, tap j on H).
+  int64_t input_row(int64_t i, int64_t j, const Geometry& g, const Window& w) const {
+    return ((z0 + i * w.dilation[0]) * g.H + y0 + j * w.dilation[1]) * g.W;
+  }
+};
+
+// fn(row) for a plane's pooled rows in increasing order; stops at the first
+// that returns a pooled position other than kNone, and returns it.
+template <typename Fn>
+int64_t for_each_pooled_row(const Geometry& g, const Window& w, Fn fn) {
+  PooledRow r{0, 0, 0, 0, 0, 0, 0};
+  for (int64_t od = 0; od < g.oD; ++od) {
+    r.z0 = od * w.stride[0] - w.padding[0];
+    tap_range<int64_t>(r.z0, g.D, w.kernel[0], w.dilation[0], r.lo0, r.hi0);
+    for (int64_t oh = 0; oh < g.oH; ++oh, r.o += g.oW) {
+      r.y0 = oh * w.stride[1] - w.padding[1];
+      tap_range<int64_t>(r.y0, g.H, w.kernel[1], w.dilation[1], r.lo1, r.hi1);
+      const int64_t bad = fn(static_cast<const PooledRow&>(r));
+      if (C10_UNLIKELY(bad != kNone)) return bad;
+    }
+  }
+  return kNone;
+}
+
 // v where keep, else +0 (all bits clear, in every floating type): a mask,
 // not a branch.
 template <typename T>
@@ -203,58 +233,50 @@ int64_t write_plane(T* out, const T* go, int64_t gK, const I* ix, int64_t xK, co
   const int64_t reach = g.W - 1 + p[2] - (k[2] - 1) * d[2];
   const int64_t b = std::max(a, reach < 0 ? 0 : std::min(g.oW, reach / s[2] + 1));
   const bool dense = xK == 1, packed = s[2] == k[2] && (d[2] == 1 || k[2] == 1);
-  int64_t o = 0;
-  for (int64_t od = 0; od < g.oD; ++od) {
-    int64_t lo0, hi0;
-    const int64_t z0 = od * s[0] - p[0];
-    tap_range<int64_t>(z0, g.D, k[0], d[0], lo0, hi0);
-    for (int64_t oh = 0; oh < g.oH; ++oh, o += g.oW) {
-      int64_t lo1, hi1;
-      const int64_t y0 = oh * s[1] - p[1];
-      tap_range<int64_t>(y0, g.H, k[1], d[1], lo1, hi1);
-      std::fill(hits, hits + g.oW, 0);
-      for (int64_t ow = 0; ow < g.oW; ++ow) {  // 0 + the term, as the scatter adds it: -0 gives +0, on every device
-        terms[ow] = static_cast<T>(A(0) + static_cast<A>(go[(o + ow) * gK]));
-      }
-      const I* xr = ix + o * xK;
-      for (int64_t i = lo0; i < hi0; ++i) {
-        for (int64_t j = lo1; j < hi1; ++j) {
-          const int64_t row = ((z0 + i * d[0]) * g.H + y0 + j * d[1]) * g.W;
-          const auto clamped = [&](int64_t ow) {
-            int64_t lo2, hi2;
-            const int64_t x = ow * s[2] - p[2];
-            tap_range<int64_t>(x, g.W, k[2], d[2], lo2, hi2);
-            const int64_t first = row + x + lo2 * d[2];
-            write_windows<0>(out + first, 1, first, hi2 - lo2, s[2], d[2], terms + ow, xr + ow * xK, xK, hits + ow);
-          };
-          for (int64_t ow = 0; ow < a; ++ow) clamped(ow);
-          const int64_t first = row + a * s[2] - p[2], n = b - a;
-          const auto inside = [&](auto K) {
-            write_windows<decltype(K)::value>(out + first, n, first, k[2], s[2], d[2], terms + a, xr + a * xK, xK,
-                                              hits + a);
-          };
-          if (dense && packed && k[2] == 2) {
-            inside(std::integral_constant<int, 2>{});
-          } else if (dense && packed && k[2] == 3) {
-            inside(std::integral_constant<int, 3>{});
-          } else if (dense && packed && k[2] == 1) {
-            inside(std::integral_constant<int, 1>{});
-          } else {
-            inside(std::integral_constant<int, 0>{});
-          }
-          for (int64_t ow = b; ow < g.oW; ++ow) clamped(ow);
+  return for_each_pooled_row(g, w, [&](const PooledRow& r) {
+    const int64_t o = r.o;
+    std::fill(hits, hits + g.oW, 0);
+    for (int64_t ow = 0; ow < g.oW; ++ow) {  // 0 + the term, as the scatter adds it: -0 gives +0, on every device
+      terms[ow] = static_cast<T>(A(0) + static_cast<A>(go[(o + ow) * gK]));
+    }
+    const I* xr = ix + o * xK;
+    for (int64_t i = r.lo0; i < r.hi0; ++i) {
+      for (int64_t j = r.lo1; j < r.hi1; ++j) {
+        const int64_t row = r.input_row(i, j, g, w);
+        const auto clamped = [&](int64_t ow) {
+          int64_t lo2, hi2;
+          const int64_t x = ow * s[2] - p[2];
+          tap_range<int64_t>(x, g.W, k[2], d[2], lo2, hi2);
+          const int64_t first = row + x + lo2 * d[2];
+          write_windows<0>(out + first, 1, first, hi2 - lo2, s[2], d[2], terms + ow, xr + ow * xK, xK, hits + ow);
+        };
+        for (int64_t ow = 0; ow < a; ++ow) clamped(ow);
+        const int64_t first = row + a * s[2] - p[2], n = b - a;
+        const auto inside = [&](auto K) {
+          write_windows<decltype(K)::value>(out + first, n, first, k[2], s[2], d[2], terms + a, xr + a * xK, xK,
+                                            hits + a);
+        };
+        if (dense && packed && k[2] == 2) {
+          inside(std::integral_constant<int, 2>{});
+        } else if (dense && packed && k[2] == 3) {
+          inside(std::integral_constant<int, 3>{});
+        } else if (dense && packed && k[2] == 1) {
+          inside(std::integral_constant<int, 1>{});
+        } else {
+          inside(std::integral_constant<int, 0>{});
         }
-      }
-      int32_t miss = 0;
-      for (int64_t ow = 0; ow < g.oW; ++ow) miss |= hits[ow] ^ 1;
-      if (C10_UNLIKELY(miss != 0)) {
-        for (int64_t ow = 0; ow < g.oW; ++ow) {
-          if (hits[ow] != 1) return o + ow;
-        }
+        for (int64_t ow = b; ow < g.oW; ++ow) clamped(ow);
       }
     }
-  }
-  return kNone;
+    int32_t miss = 0;
+    for (int64_t ow = 0; ow < g.oW; ++ow) miss |= hits[ow] ^ 1;
+    if (C10_UNLIKELY(miss != 0)) {
+      for (int64_t ow = 0; ow < g.oW; ++ow) {
+        if (hits[ow] != 1) return o + ow;
+      }
+    }
+    return kNone;
+  });
 }
 
 template <typename T, typename I>
@@ -395,41 +417,33 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
   const auto& s = w.stride;
   const auto& p = w.padding;
   const auto& d = w.dilation;
-  int64_t o = 0;
-  for (int64_t od = 0; od < g.oD; ++od) {
-    int64_t lo0, hi0;
-    const int64_t z0 = od * s[0] - p[0];
-    tap_range<int64_t>(z0, g.D, k[0], d[0], lo0, hi0);
-    for (int64_t oh = 0; oh < g.oH; ++oh, o += g.oW) {
-      int64_t lo1, hi1;
-      const int64_t y0 = oh * s[1] - p[1];
-      tap_range<int64_t>(y0, g.H, k[1], d[1], lo1, hi1);
-      const int64_t first_row = ((z0 + lo0 * d[0]) * g.H + y0 + lo1 * d[1]) * g.W;
-      for (int64_t ow = 0; ow < g.oW; ++ow) {
-        int64_t lo2, hi2;
-        const int64_t x0 = ow * s[2] - p[2];
-        tap_range<int64_t>(x0, g.W, k[2], d[2], lo2, hi2);
-        best[ow] = -std::numeric_limits<A>::infinity();
-        where[ow] = static_cast<J>(first_row + x0 + lo2 * d[2]);
-      }
-      for (int64_t i = lo0; i < hi0; ++i) {
-        for (int64_t j = lo1; j < hi1; ++j) {
-          const int64_t row = ((z0 + i * d[0]) * g.H + y0 + j * d[1]) * g.W;
-          for (int64_t l = 0; l < k[2]; ++l) {
-            // the pooled positions whose tap l lies inside the row: x = ow * s - p + l * d in [0, W)
-            const int64_t shift = l * d[2] - p[2];
-            const int64_t a = shift >= 0 ? 0 : (-shift + s[2] - 1) / s[2];
-            const int64_t last = g.W - 1 - shift;
-            const int64_t b = last < 0 ? 0 : std::min(g.oW, last / s[2] + 1);
-            if (a >= b) continue;
-            const int64_t pos = row + a * s[2] + shift;
-            fold_tap<kStride>(xs + pos, s[2], b - a, static_cast<J>(pos), static_cast<J>(s[2]), best + a, where + a);
-          }
+  for_each_pooled_row(g, w, [&](const PooledRow& r) {
+    const int64_t first_row = r.input_row(r.lo0, r.lo1, g, w);
+    for (int64_t ow = 0; ow < g.oW; ++ow) {
+      int64_t lo2, hi2;
+      const int64_t x0 = ow * s[2] - p[2];
+      tap_range<int64_t>(x0, g.W, k[2], d[2], lo2, hi2);
+      best[ow] = -std::numeric_limits<A>::infinity();
+      where[ow] = static_cast<J>(first_row + x0 + lo2 * d[2]);
+    }
+    for (int64_t i = r.lo0; i < r.hi0; ++i) {
+      for (int64_t j = r.lo1; j < r.hi1; ++j) {
+        const int64_t row = r.input_row(i, j, g, w);
+        for (int64_t l = 0; l < k[2]; ++l) {
+          // the pooled positions whose tap l lies inside the row: x = ow * s - p + l * d in [0, W)
+          const int64_t shift = l * d[2] - p[2];
+          const int64_t a = shift >= 0 ? 0 : (-shift + s[2] - 1) / s[2];
+          const int64_t last = g.W - 1 - shift;
+          const int64_t b = last < 0 ? 0 : std::min(g.oW, last / s[2] + 1);
+          if (a >= b) continue;
+          const int64_t pos = row + a * s[2] + shift;
+          fold_tap<kStride>(xs + pos, s[2], b - a, static_cast<J>(pos), static_cast<J>(s[2]), best + a, where + a);
         }
       }
-      store_result(os + o * oK, is + o * oK, oK, g.oW, best, where, xs, 1, 0);
     }
-  }
+    store_result(os + r.o * oK, is + r.o * oK, oK, g.oW, best, where, xs, 1, 0);
+    return kNone;
+  });
 }
 
 // Whether the tap number / position arithmetic of the vectorised forward fits
