@@ -446,8 +446,9 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
   });
 }
 
-// Whether the tap number / position arithmetic of the vectorised forward fits
-// J (int32_t): every flat position of self.
+// Whether every flat position of self fits J (the vectorised forward's
+// position type: int32_t where it does, so positions and float32 values
+// share a vector's lanes).
 template <typename J>
 inline bool positions_fit(const Geometry& g) {
   return g.S <= std::numeric_limits<J>::max();
