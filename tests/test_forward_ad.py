@@ -302,6 +302,19 @@ def _vmap_cases():
     yield "max_unpool3d_backward all batched", \
         lambda go, s, i: ops.max_unpool3d_backward(go, s, i, *unpool), \
         (r(2, 3, 2, 2, 2, B), r(B, 2, 3, 1, 2, 2), idx(B, 2, 3)), (-1, 0, 0)
+    pool = ([2, 2, 1], [2, 1, 2], [1, 0, 0], [1], False)
+    x, x1 = r(B, 2, 3, 4, 3, 4), r(2, 3, 4, 3, 4)
+    i, i1 = torch.ops.aten.max_pool3d_with_indices(x.flatten(0, 1), *pool)[1].unflatten(0, (B, 2)), \
+        torch.ops.aten.max_pool3d_with_indices(x1, *pool)[1]
+    yield "max_pool3d_with_indices values", lambda s: ops.max_pool3d_with_indices(s, *pool)[0], (x,), (0,)
+    yield "max_pool3d_with_indices indices, 4-D, bdim 1", lambda s: ops.max_pool3d_with_indices(s, *pool)[1], \
+        (x[:, 0].movedim(0, 1),), (1,)
+    yield "max_pool3d_with_indices_backward grad_output batched", \
+        lambda go, s, ix: ops.max_pool3d_with_indices_backward(go, s, ix, *pool), \
+        (r(B, *i1.shape), x1.contiguous(memory_format=torch.channels_last_3d), i1), (0, None, None)
+    yield "max_pool3d_with_indices_backward all batched", \
+        lambda go, s, ix: ops.max_pool3d_with_indices_backward(go, s, ix, *pool), \
+        (r(*i.shape), x, i), (0, 0, 0)
 
 
 VMAP = list(_vmap_cases())

@@ -285,6 +285,29 @@ def fold_batch(tensors: Sequence[torch.Tensor], in_dims: Sequence[Optional[int]]
     return [t.flatten(0, 1) for t in full], full[0].shape[:2]
 
 
+def plane_vmap(op: Callable, tensors: int, shape_only: Sequence[int] = ()) -> Callable:
+    """The vmap rule of an operator whose first ``tensors`` arguments hold
+    independent (n, c) planes (the rest plain, no schema defaults): the batch
+    folded into N and one call, its results unflattened; else
+    :func:`vmap_loop`. An unbatched argument at a position in ``shape_only``
+    lends only its shape and dtype: the folded call gets a stride-0 stand-in,
+    not a copy per batch element."""
+
+    def rule(info, in_dims, *args):
+        planes = [a.new_zeros(()).expand(a.shape) if i in shape_only and in_dims[i] is None else a
+                  for i, a in enumerate(args[:tensors])]
+        folded = fold_batch(planes, in_dims[:tensors], info.batch_size)
+        if folded is None:
+            return vmap_loop(op, info.batch_size, in_dims, *args)
+        parts, batch_n = folded
+        out = op(*parts, *args[tensors:])
+        if isinstance(out, tuple):  # several results
+            return tuple(r.unflatten(0, batch_n) for r in out), (0,) * len(out)
+        return out.unflatten(0, batch_n), 0
+
+    return rule
+
+
 def vmap_loop(op: Callable, batch_size: int, in_dims: tuple, *args: Any) -> tuple:
     """The exact vmap rule of any operator: ``op`` once per batch element,
     the results stacked along dimension 0 (so every error is the unbatched

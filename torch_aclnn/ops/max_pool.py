@@ -13,8 +13,7 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
-from ._common import (bool_arg, fold_batch, int_array, invalid, register_autograd, register_vmap, require,
-                      vmap_loop)
+from ._common import bool_arg, int_array, invalid, plane_vmap, register_autograd, register_vmap, require
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
@@ -154,15 +153,6 @@ def _forward_jvp(args, dtype, t_self, *_):
     return planes(t_self).gather(-1, planes(indices)).reshape(indices.shape)
 
 
-def _forward_vmap(info, in_dims, self, kernel_size, stride, padding, dilation, ceil_mode):
-    args = (self, kernel_size, stride, padding, dilation, ceil_mode)
-    folded = fold_batch((self,), in_dims[:1], info.batch_size)
-    if folded is None:
-        return vmap_loop(_ops.max_pool3d_with_indices.default, info.batch_size, in_dims, *args)
-    (s,), batch_n = folded
-    values, indices = _ops.max_pool3d_with_indices.default(s, *args[1:])
-    return (values.unflatten(0, batch_n), indices.unflatten(0, batch_n)), (0, 0)
-
 def _backward_jvp(args, dtype, t_grad_output, *_):
     _, self_like, *rest = args
     if t_grad_output is None:  # only self has a tangent, and it lends only its shape
@@ -170,18 +160,8 @@ def _backward_jvp(args, dtype, t_grad_output, *_):
     return _ops.max_pool3d_with_indices_backward(t_grad_output, self_like, *rest)
 
 
-def _backward_vmap(info, in_dims, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode):
-    args = (grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode)
-    if in_dims[1] is None:  # self lends only its shape and dtype: no copy of it per batch element
-        self = self.new_zeros(()).expand(self.shape)
-    folded = fold_batch((grad_output, self, indices), in_dims[:3], info.batch_size)
-    if folded is None:
-        return vmap_loop(_ops.max_pool3d_with_indices_backward.default, info.batch_size, in_dims, *args)
-    (g, s, i), batch_n = folded
-    return _ops.max_pool3d_with_indices_backward.default(g, s, i, *args[3:]).unflatten(0, batch_n), 0
-
-
 register_autograd("torch_aclnn::max_pool3d_with_indices", _forward_jvp)
 register_autograd("torch_aclnn::max_pool3d_with_indices_backward", _backward_jvp)
-register_vmap("torch_aclnn::max_pool3d_with_indices", _forward_vmap)
-register_vmap("torch_aclnn::max_pool3d_with_indices_backward", _backward_vmap)
+register_vmap("torch_aclnn::max_pool3d_with_indices", plane_vmap(_ops.max_pool3d_with_indices.default, 1))
+register_vmap("torch_aclnn::max_pool3d_with_indices_backward",  # (self lends only its shape and dtype)
+              plane_vmap(_ops.max_pool3d_with_indices_backward.default, 3, shape_only=(1,)))

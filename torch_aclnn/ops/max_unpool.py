@@ -13,8 +13,7 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import (INT64_MAX, fold_batch, int_array, int_list, invalid, register_autograd, register_vmap,
-                      require, vmap_loop)
+from ._common import INT64_MAX, int_array, int_list, invalid, plane_vmap, register_autograd, register_vmap, require
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
@@ -146,27 +145,8 @@ def _backward_jvp(args, dtype, t_grad_output, *_):
     return _ops.max_unpool3d_backward(t_grad_output, self_like, indices, output_size, stride, padding)
 
 
-def _forward_vmap(info, in_dims, self, indices, output_size, stride, padding):
-    folded = fold_batch((self, indices), in_dims[:2], info.batch_size)
-    if folded is None:
-        return vmap_loop(_ops.max_unpool3d.default, info.batch_size, in_dims, self, indices, output_size, stride,
-                         padding)
-    (s, i), batch_n = folded
-    return _ops.max_unpool3d.default(s, i, output_size, stride, padding).unflatten(0, batch_n), 0
-
-
-def _backward_vmap(info, in_dims, grad_output, self, indices, output_size, stride, padding):
-    args = (grad_output, self, indices, output_size, stride, padding)
-    if in_dims[1] is None:  # self lends only its shape and dtype: no copy of it per batch element
-        self = self.new_zeros(()).expand(self.shape)
-    folded = fold_batch((grad_output, self, indices), in_dims[:3], info.batch_size)
-    if folded is None:
-        return vmap_loop(_ops.max_unpool3d_backward.default, info.batch_size, in_dims, *args)
-    (g, s, i), batch_n = folded
-    return _ops.max_unpool3d_backward.default(g, s, i, output_size, stride, padding).unflatten(0, batch_n), 0
-
-
 register_autograd("torch_aclnn::max_unpool3d", _forward_jvp)
 register_autograd("torch_aclnn::max_unpool3d_backward", _backward_jvp)
-register_vmap("torch_aclnn::max_unpool3d", _forward_vmap)
-register_vmap("torch_aclnn::max_unpool3d_backward", _backward_vmap)
+register_vmap("torch_aclnn::max_unpool3d", plane_vmap(_ops.max_unpool3d.default, 2))
+register_vmap("torch_aclnn::max_unpool3d_backward",  # (self lends only its shape and dtype)
+              plane_vmap(_ops.max_unpool3d_backward.default, 3, shape_only=(1,)))
