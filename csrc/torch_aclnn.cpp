@@ -9,9 +9,41 @@
 // family's contract (csrc/contracts/<family>.h: the checks and the result's
 // spec) and the backend's kernel.
 #include "autograd.h"
+#include "common/deferred.h"
 
 #include <Python.h>
+#include <pybind11/pybind11.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/library.h>
+
+namespace {
+
+// torch_aclnn._C._sync_index_checks(on): sets synchronous index checks
+// (common/deferred.h), returns the previous mode.
+PyObject* sync_index_checks(PyObject* /*self*/, PyObject* args) {
+  int on = 0;
+  if (!PyArg_ParseTuple(args, "p", &on)) return nullptr;
+  return PyBool_FromLong(torch_aclnn::deferred::set_synchronous(on != 0));
+}
+
+// torch_aclnn._C._check_index_errors(): waits for every pending index check
+// and raises the first failed one's IndexError. Releases the GIL meanwhile.
+PyObject* check_index_errors(PyObject* /*self*/, PyObject* /*args*/) {
+  HANDLE_TH_ERRORS
+  {
+    pybind11::gil_scoped_release no_gil;
+    torch_aclnn::deferred::raise_all();
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+// torch_aclnn._C._pending_index_checks(): how many are pending.
+PyObject* pending_index_checks(PyObject* /*self*/, PyObject* /*args*/) {
+  return PyLong_FromSize_t(torch_aclnn::deferred::pending());
+}
+
+}  // namespace
 
 extern "C" {
 // The module init: `import torch_aclnn._C` loads the library and runs the
@@ -36,6 +68,11 @@ PyMODINIT_FUNC PyInit__C(void) {
       {"_derivative", torch_aclnn::autograd::derivative, METH_VARARGS,
        "_derivative(name, arguments, needs_input_grad, grad): operator `name`'s backward formula "
        "(arguments: then the kept results, for an operator with several)"},
+      {"_sync_index_checks", sync_index_checks, METH_VARARGS,
+       "_sync_index_checks(on): synchronous index checks on CUDA; returns the previous mode"},
+      {"_check_index_errors", check_index_errors, METH_NOARGS,
+       "_check_index_errors(): waits for the pending index checks, raises the first failed one"},
+      {"_pending_index_checks", pending_index_checks, METH_NOARGS, "_pending_index_checks(): how many are pending"},
       {nullptr, nullptr, 0, nullptr}};
   static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, methods};
   return PyModule_Create(&module_def);

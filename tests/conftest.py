@@ -3,8 +3,14 @@ import os
 import pytest
 import torch
 
-import torch_aclnn  # noqa: F401  (loads the extension once, loudly)
-from torch_aclnn import _loader
+# Index checks raise at the call on every device (docs/spec.md §7, "Index
+# checks on CUDA"), as the contract tests expect, here and in the child
+# processes tests start; tests/test_cuda.py switches to the default deferred
+# mode where it tests that.
+os.environ["TORCH_ACLNN_SYNC_INDEX_CHECKS"] = "1"
+
+import torch_aclnn  # noqa: F401,E402  (loads the extension once, loudly)
+from torch_aclnn import _loader  # noqa: E402
 
 # Fixed seeds: CI is reproducible.
 torch.manual_seed(0)

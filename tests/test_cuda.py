@@ -2,7 +2,8 @@
 CUDA kernels): the kernels give the CPU kernels' answers (bitwise where
 they do the same arithmetic), run on the current stream, CUDA graph capture and
 replay give the eager results, the device guard follows the input, and an
-invalid max_unpool3d index raises the spec's IndexError on the device too.
+invalid index raises the spec's IndexError on the device too: at the call in
+synchronous mode, after it by default (docs/spec.md §7).
 
 Everything else runs on CUDA through the device-parametrised generic tests
 (tests/test_common.py, tests/test_upsample.py) and through
@@ -10,6 +11,7 @@ Everything else runs on CUDA through the device-parametrised generic tests
 import pytest
 import torch
 
+import torch_aclnn
 from torch_aclnn import _loader
 from torch_aclnn.testing import OPS, first, results, tolerance
 from torch_aclnn.testing.core import FLOATING, make_tensor
@@ -107,20 +109,91 @@ def test_second_device(name):
     assert out.device == torch.device("cuda:1")
 
 
-@pytest.mark.parametrize("op", ["max_unpool3d", "max_unpool3d_backward"])
-def test_invalid_index_raises_on_device(op):
+def _bad_index_call(op):
+    """A call of `op` on CUDA with one bad index, and the message its error has."""
     x = torch.randn(1, 2, 2, 2, 2, device="cuda")
     idx = torch.zeros(1, 2, 2, 2, 2, dtype=torch.int64, device="cuda")
+    if op == "max_pool3d_with_indices_backward":
+        idx[0, 1, 0, 0, 1] = 2  # (2, 2, 2) input, kernel 1: output (0, 0, 1)'s window holds position 1 only
+        g = torch.randn(1, 2, 2, 2, 2, device="cuda")
+        args = (g, x, idx, [1], [1], [0], [1], False)
+        return (lambda: torch.ops.torch_aclnn.max_pool3d_with_indices_backward(*args),
+                r"max_pool3d_with_indices_backward: indices\[0, 1, 0, 0, 1\] = 2 is not a position")
     idx[0, 1, 1, 0, 1] = 64  # output plane is 4*4*4 = 64 elements: 64 is out of range
     args = (x, idx, [4, 4, 4], [2, 2, 2], [0, 0, 0])
-    with pytest.raises(IndexError, match=r"\[torch_aclnn 161002\].*64"):
-        if op == "max_unpool3d":
-            torch.ops.torch_aclnn.max_unpool3d(*args)
-        else:
-            go = torch.randn(1, 2, 4, 4, 4, device="cuda")
-            torch.ops.torch_aclnn.max_unpool3d_backward(go, *args)
+    message = rf"{op}: indices\[0, 1, 1, 0, 1\] = 64 is outside \[0, 64\)"
+    if op == "max_unpool3d":
+        return lambda: torch.ops.torch_aclnn.max_unpool3d(*args), message
+    go = torch.randn(1, 2, 4, 4, 4, device="cuda")
+    return lambda: torch.ops.torch_aclnn.max_unpool3d_backward(go, *args), message
+
+
+INDEX_CHECKED = ["max_unpool3d", "max_unpool3d_backward", "max_pool3d_with_indices_backward"]
+
+
+@pytest.fixture
+def deferred_checks():
+    """The default mode (tests/conftest.py sets the synchronous one)."""
+    torch_aclnn.check_index_errors()
+    previous = torch_aclnn.set_sync_index_checks(False)
+    yield
+    torch_aclnn.set_sync_index_checks(previous)
+
+
+@pytest.mark.parametrize("op", INDEX_CHECKED)
+def test_invalid_index_raises_at_the_call_in_sync_mode(op):
+    call, message = _bad_index_call(op)
+    with pytest.raises(IndexError, match=r"^\[torch_aclnn 161002\] " + message):
+        call()
+    assert torch_aclnn._C._pending_index_checks() == 0
     # the device is still usable afterwards
-    assert torch.ops.torch_aclnn.max_unpool3d(x, idx.clamp(max=63), [4, 4, 4], [2, 2, 2], [0, 0, 0]).isfinite().all()
+    x = torch.randn(1, 2, 2, 2, 2, device="cuda")
+    assert torch.ops.torch_aclnn.elu(x).isfinite().all()
+
+
+@pytest.mark.parametrize("op", INDEX_CHECKED)
+def test_invalid_index_raises_later_by_default(op, deferred_checks):
+    """The call returns without waiting for the GPU; check_index_errors()
+    raises the tagged error once."""
+    call, message = _bad_index_call(op)
+    call()
+    with pytest.raises(IndexError, match=r"^\[torch_aclnn 161002\] deferred: " + message):
+        torch_aclnn.check_index_errors()
+    torch_aclnn.check_index_errors()  # raised once
+    assert torch_aclnn._C._pending_index_checks() == 0
+
+
+def test_invalid_index_raises_at_the_next_cuda_call(deferred_checks):
+    call, message = _bad_index_call("max_unpool3d")
+    call()
+    torch.cuda.synchronize()  # the check has arrived
+    x = torch.randn(4, device="cuda")
+    with pytest.raises(IndexError, match=r"^\[torch_aclnn 161002\] deferred: " + message):
+        torch.ops.torch_aclnn.elu(x)
+    assert torch.ops.torch_aclnn.elu(x).isfinite().all()  # the next call runs
+
+
+def test_valid_calls_leave_nothing_pending(deferred_checks):
+    x = torch.randn(1, 2, 4, 4, 4, device="cuda")
+    values, idx = torch.ops.torch_aclnn.max_pool3d_with_indices(x, [2], [2], [0], [1], False)
+    for _ in range(3):
+        torch.ops.torch_aclnn.max_unpool3d(values, idx, [4, 4, 4], [2, 2, 2], [0, 0, 0])
+    torch.cuda.synchronize()
+    torch.ops.torch_aclnn.elu(x)  # drops the arrived, passed checks
+    assert torch_aclnn._C._pending_index_checks() == 0
+
+
+def test_dropin_raises_a_deferred_error_instead_of_handing_the_call_to_torch(deferred_checks):
+    """Under patched(), a later routed call that raises an earlier call's
+    deferred error raises it: it is not this call's contract error."""
+    call, message = _bad_index_call("max_unpool3d")
+    call()
+    torch.cuda.synchronize()
+    x = torch.randn(2, 3, device="cuda")
+    with torch_aclnn.patched() as stats:
+        with pytest.raises(IndexError, match=r"deferred: " + message):
+            torch.nn.functional.elu(x)
+    assert not stats.passed
 
 
 def test_elu_nan_gives_nan():

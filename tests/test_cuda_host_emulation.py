@@ -7,12 +7,14 @@ module, tests/cuda_host/module.cpp), runs that code for every element with
 the launch set-up of the kernels, in both index widths (32-bit with fast
 division, 64-bit) and every walk order the kernels take. The results must
 equal the CPU kernels' (or, for the ELU functors, aten's scalar CPU
-formula's) bit for bit.
+formula's) bit for bit. The same module drives the deferred index checks
+(csrc/deferred.cpp) with checks whose result arrives after a number of polls.
 
 Not covered here (a GPU run of the generic tests covers it): the launches
 (grid, stream, guard), the dispatch and out= plumbing of csrc/cuda/*.cu, the
-elementwise driver's vector and strided paths, the smooth_l1 reduction, and
-device arithmetic differing from the host's (CUDA's exp/expm1).
+elementwise driver's vector and strided paths, the smooth_l1 reduction,
+device arithmetic differing from the host's (CUDA's exp/expm1), and the
+index checks' flag copy and event (csrc/cuda/flag.cuh).
 """
 import math
 import os
@@ -643,3 +645,88 @@ def test_max_pool_forward_wide_windows(max_pool):
             _max_pool_forward_check(max_pool, args, f"{shape} axis {axis}", widths=(True,))
             with pytest.raises(RuntimeError, match="32-bit kernels do not cover"):
                 max_pool.forward(x, kernel, stride, [0], dilation, True, False)
+
+
+# ---------------------------------------------------------------------------
+# Deferred index checks (csrc/deferred.cpp; docs/spec.md §7, "Index checks on
+# CUDA"), driven by checks whose result arrives after a number of polls.
+
+@pytest.fixture
+def deferred(emulation):
+    d = emulation.deferred
+    d.set_synchronous(False)
+    while d.pending():  # (a previous test's leftovers)
+        try:
+            d.raise_all()
+        except IndexError:
+            pass
+    yield d
+    d.set_synchronous(False)
+
+
+def _tagged(n):
+    return rf"^\[torch_aclnn 161002\] deferred: max_unpool3d: check {n} failed$"
+
+
+def test_deferred_check_raises_once_arrived_and_only_once(deferred):
+    deferred.submit(1, 2, True)       # arrives at the 3rd poll
+    deferred.submit(2, 0, False)
+    deferred.raise_arrived()          # 1 not arrived; 2 arrived and passed: dropped
+    assert deferred.pending() == 1
+    deferred.raise_arrived()
+    with pytest.raises(IndexError, match=_tagged(1)):
+        deferred.raise_arrived()
+    assert deferred.pending() == 0
+    deferred.raise_arrived()          # raised once, then gone
+
+
+def test_deferred_checks_raise_in_call_order_one_at_a_time(deferred):
+    for n in (1, 2, 3):
+        deferred.submit(n, 0, n != 2)
+    with pytest.raises(IndexError, match=_tagged(1)):
+        deferred.raise_arrived()
+    assert deferred.pending() == 1    # 2 passed and was dropped; 3 waits for the next call
+    with pytest.raises(IndexError, match=_tagged(3)):
+        deferred.raise_arrived()
+    assert deferred.pending() == 0
+
+
+def test_deferred_arrived_failure_is_not_held_back_by_an_earlier_pending_check(deferred):
+    deferred.submit(1, 5, True)
+    deferred.submit(2, 0, True)
+    with pytest.raises(IndexError, match=_tagged(2)):
+        deferred.raise_arrived()
+    assert deferred.pending() == 1
+
+
+def test_deferred_raise_all_waits_and_keeps_the_later_checks(deferred):
+    deferred.submit(1, 100, False)
+    deferred.submit(2, 100, True)
+    deferred.submit(3, 100, True)
+    with pytest.raises(IndexError, match=_tagged(2)):
+        deferred.raise_all()           # waits for 1 (passed), raises 2
+    assert deferred.pending() == 1
+    with pytest.raises(IndexError, match=_tagged(3)):
+        deferred.raise_all()
+    deferred.raise_all()
+    assert deferred.pending() == 0
+
+
+def test_synchronous_mode_raises_at_submission_untagged(deferred):
+    assert deferred.set_synchronous(True) is False
+    with pytest.raises(IndexError, match=r"^\[torch_aclnn 161002\] max_unpool3d: check 1 failed$"):
+        deferred.submit(1, 100, True)  # waited for although not arrived
+    deferred.submit(2, 100, False)
+    assert deferred.pending() == 0
+    assert deferred.set_synchronous(False) is True
+
+
+def test_deferred_checks_are_bounded(deferred):
+    """Beyond max_pending the oldest check is waited for (and raises if it failed)."""
+    deferred.submit(0, 10 ** 6, True)
+    for n in range(1, deferred.max_pending):
+        deferred.submit(n, 10 ** 6, False)
+    assert deferred.pending() == deferred.max_pending
+    with pytest.raises(IndexError, match=_tagged(0)):
+        deferred.submit(deferred.max_pending, 10 ** 6, False)
+    assert deferred.pending() == deferred.max_pending

@@ -40,6 +40,9 @@ from . import _autocast  # noqa: E402
 _autocast.register()
 quiet_contract_error_logs()
 
+from ._index_checks import check_index_errors, set_sync_index_checks  # noqa: E402
+from . import _index_checks  # noqa: E402
+_index_checks.init()
 from . import _dropin  # noqa: E402
 
 _dropin.refresh_devices()
@@ -58,6 +61,8 @@ from ._patch import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "check_index_errors",
+    "set_sync_index_checks",
     "PatchStats",
     "is_patched",
     "nn",

@@ -420,6 +420,11 @@ ROUTES: Dict[Callable, tuple] = {
 }
 
 
+# An IndexError of an earlier CUDA call's index check, raised by this call
+# (csrc/common/deferred.h: kTag): it is not this call's to hand to torch.
+_DEFERRED = "] deferred: "
+
+
 def decide(decision: Callable, args: tuple, kwargs: dict) -> Decision:
     """``decision(*args, **kwargs)``. Arguments that do not bind to the torch
     signature pass through (torch raises its own TypeError). So does, in
@@ -430,7 +435,8 @@ def decide(decision: Callable, args: tuple, kwargs: dict) -> Decision:
         return decision(*args, **kwargs)
     except (TypeError, ValueError, IndexError) as e:
         message = str(e)
-        if message.startswith("[torch_aclnn") and not torch.compiler.is_compiling():
+        ours = message.startswith("[torch_aclnn") and _DEFERRED not in message[:40]
+        if ours and not torch.compiler.is_compiling():
             return f"contract: {message}"
         if type(e) is TypeError and "argument" in message and not message.startswith("[torch_aclnn"):
             return "arguments that do not bind to the torch signature"

@@ -19,6 +19,7 @@ from typing import Callable
 
 import torch
 
+from ._index_checks import check_index_errors, set_sync_index_checks
 from ._progress import Progress
 from .testing import LAYOUTS, OPS, results, tolerance
 
@@ -126,22 +127,40 @@ def _aten(info, device):
     return f"{ok}/{n}" if n else "n/a"
 
 
+def _raises(target, sample, e, pattern) -> bool:
+    """Whether the call raises e.exc matching pattern, at the call or at the
+    index check that follows it (a CUDA call's deferred check)."""
+    try:
+        target(*sample.args, **sample.kwargs)
+        check_index_errors()
+    except e.exc as ex:
+        return bool(re.search(pattern, str(ex)))
+    except Exception:
+        return False
+    return False
+
+
 def _errors(info, device):
     n = ok = 0
     for e in info.errors(device):
         target = info.op if e.overload == "default" else getattr(info.packet, e.overload)
         pattern = rf"^\[torch_aclnn {e.code}\] {info.name}: .*{e.match}"
-        variants = [(device, e.sample)]
         if not e.data_dependent:
-            variants.append(("meta", e.sample.map_tensors(lambda t: t.to("meta"))))
-        for _, s in variants:
-            n += 1
+            for s in (e.sample, e.sample.map_tensors(lambda t: t.to("meta"))):
+                n += 1
+                ok += _raises(target, s, e, pattern)
+            continue
+        # Both index-check modes: synchronous raises at the call; the default
+        # raises at the check that follows, tagged on CUDA (docs/spec.md §7).
+        tagged = rf"^\[torch_aclnn {e.code}\] deferred: {info.name}: .*{e.match}"
+        cuda = torch.device(device).type == "cuda"
+        for sync in (True, False):
+            previous = set_sync_index_checks(sync)
             try:
-                target(*s.args, **s.kwargs)
-            except e.exc as ex:
-                ok += bool(re.search(pattern, str(ex)))
-            except Exception:
-                pass
+                n += 1
+                ok += _raises(target, e.sample, e, tagged if cuda and not sync else pattern)
+            finally:
+                set_sync_index_checks(previous)
     return ok, n
 
 

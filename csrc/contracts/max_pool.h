@@ -36,6 +36,7 @@
 #pragma once
 
 #include "common/contract.h"
+#include "common/deferred.h"
 
 #include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>
@@ -288,16 +289,17 @@ inline Geometry geometry(const at::Tensor& self, const at::Tensor& pooled) {
 // Row 12's IndexError, raised by the kernels (CPU and CUDA alike) for the
 // first bad index in logical (n, c, o) order: indices[n][c][o] = value
 // (o the flat pooled position in oD*oH*oW; c = 0 for a 4-D call) is not a
-// position of that output's pooling window. S = D*H*W of self.
+// position of that output's pooling window. S = D*H*W of self. later:
+// raised after the call returned (CUDA, common/deferred.h).
 inline void fail_not_in_window(int64_t value, int64_t n, int64_t c, int64_t o, bool five, int64_t S, int64_t oH,
-                               int64_t oW, const Window& w) {
+                               int64_t oW, const Window& w, bool later = false) {
   const int64_t od = o / (oH * oW), oh = (o / oW) % oH, ow = o % oW;
   std::vector<int64_t> where = {n};
   if (five) where.push_back(c);
   where.insert(where.end(), {od, oh, ow});
   const std::vector<int64_t> start = {od * w.stride[0] - w.padding[0], oh * w.stride[1] - w.padding[1],
                                       ow * w.stride[2] - w.padding[2]};
-  ACLNN_CHECK_INDEX(false, kBackward, "indices", fmt_list(where), " = ", value,
+  ACLNN_CHECK_INDEX(false, deferred::op_name(kBackward, later), "indices", fmt_list(where), " = ", value,
                     " is not a position of that output's pooling window (self's D*H*W = ", S,
                     "; the window starts at (D, H, W) ", fmt_list(start), " with kernel_size ", fmt_list(w.kernel),
                     " and dilation ", fmt_list(w.dilation), ")");

@@ -1,14 +1,16 @@
 // The device flag through which a CUDA kernel reports a data-dependent
 // contract error (an index outside its range or window): the smallest
 // logical position of a bad index, kept with atomicMin (cuda/planes.cuh:
-// note_bad) so that the same position is reported on every run, set to
-// kNone by a cudaMemsetAsync (no fill kernel) and read back after the
-// kernels: an 8-byte device-to-host copy into a pinned per-thread buffer and
-// a stream synchronisation. During CUDA graph capture a synchronising
-// read-back is not allowed, so the flag is not read there. Host code only
-// (csrc/cuda/max_unpool.cu, csrc/cuda/max_pool.cu).
+// note_bad) so that the same position is reported on every run, and set to
+// kNone by a cudaMemsetAsync (no fill kernel). After the kernels, finish()
+// hands it to the deferred checks (csrc/common/deferred.h): an 8-byte
+// asynchronous device-to-host copy into pinned memory and an event, with no
+// synchronisation (in synchronous mode the call waits for the event and
+// raises at once). During CUDA graph capture the flag is not read at all.
+// Host code only (csrc/cuda/max_unpool.cu, csrc/cuda/max_pool.cu).
 #pragma once
 
+#include "common/deferred.h"
 #include "cuda/planes.cuh"
 
 #include <ATen/core/Tensor.h>
@@ -17,6 +19,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 
 namespace torch_aclnn::cuda::flag {
 
@@ -26,26 +30,6 @@ inline bool capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-// The calling thread's pinned 8-byte read-back buffer (pageable memory
-// would add a staging copy), allocated on first use; nullptr if pinned
-// memory cannot be had, and the read-back then goes to pageable memory.
-inline int64_t* pinned_slot() {
-  struct Slot {
-    int64_t* p = nullptr;
-    Slot() {
-      if (cudaHostAlloc(reinterpret_cast<void**>(&p), sizeof(int64_t), cudaHostAllocPortable) != cudaSuccess) {
-        (void)cudaGetLastError();
-        p = nullptr;
-      }
-    }
-    ~Slot() {
-      if (p) (void)cudaFreeHost(p);  // may fail once the runtime is shutting down
-    }
-  };
-  thread_local Slot slot;
-  return slot.p;
-}
-
 // A device flag set to kNone on the current stream.
 inline at::Tensor make(const at::Tensor& like, cudaStream_t stream) {
   at::Tensor flag = at::empty({1}, like.options().dtype(at::kLong));
@@ -53,23 +37,66 @@ inline at::Tensor make(const at::Tensor& like, cudaStream_t stream) {
   return flag;
 }
 
-// The flag's value (synchronising), or kNone during graph capture.
-inline int64_t read(const at::Tensor& flag, cudaStream_t stream) {
-  if (capturing(stream)) return kNone;
-  int64_t local = kNone;
-  int64_t* slot = pinned_slot();
-  int64_t* dst = slot ? slot : &local;
-  C10_CUDA_CHECK(cudaMemcpyAsync(dst, flag.const_data_ptr<int64_t>(), sizeof(int64_t), cudaMemcpyDeviceToHost,
-                                 stream));
-  C10_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return *dst;
-}
-
 // indices' element (n, c, k) on the host (for the error message).
 inline int64_t value_at(const at::Tensor& indices, int64_t n, int64_t c, int64_t k) {
   const auto xp = planes_of<int64_t>(indices);
   return indices.as_strided({1}, {1}, indices.storage_offset() + n * xp.sN + c * xp.sC + k * xp.sK)
       .item<int64_t>();
+}
+
+// The flag's value on its way to the host: copied into pinned memory on the
+// stream, which then records an event. fail(position, deferred) throws the
+// IndexError of the bad position.
+template <class Fail>
+class FlagCheck final : public deferred::Check {
+ public:
+  FlagCheck(const at::Tensor& flag, cudaStream_t stream, Fail fail)
+      : host_(at::empty({1}, at::TensorOptions().dtype(at::kLong).pinned_memory(true))), fail_(std::move(fail)) {
+    C10_CUDA_CHECK(cudaMemcpyAsync(host_.mutable_data_ptr<int64_t>(), flag.const_data_ptr<int64_t>(),
+                                   sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
+    C10_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    C10_CUDA_CHECK(cudaEventRecord(event_, stream));
+  }
+  ~FlagCheck() override {
+    if (event_ != nullptr) (void)cudaEventDestroy(event_);  // may fail once the runtime is shutting down
+  }
+  FlagCheck(const FlagCheck&) = delete;
+  FlagCheck& operator=(const FlagCheck&) = delete;
+
+  bool arrived(bool wait) override {
+    if (wait) {
+      C10_CUDA_CHECK(cudaEventSynchronize(event_));
+      return true;
+    }
+    const cudaError_t status = cudaEventQuery(event_);
+    if (status == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // (not an error: clear it)
+      return false;
+    }
+    C10_CUDA_CHECK(status);
+    return true;
+  }
+  bool failed() const override { return position() != kNone; }
+  [[noreturn]] void raise(bool deferred) const override {
+    fail_(position(), deferred);
+    TORCH_INTERNAL_ASSERT(false, "a failed index check raised nothing");
+  }
+
+ private:
+  int64_t position() const { return host_.const_data_ptr<int64_t>()[0]; }
+
+  at::Tensor host_;  // pinned
+  cudaEvent_t event_ = nullptr;
+  Fail fail_;
+};
+
+// After the kernels that wrote `flag` on `stream`: the deferred check of its
+// value, or nothing during graph capture (bad indices then still read and
+// write nothing, but raise nothing).
+template <class Fail>
+void finish(const at::Tensor& flag, cudaStream_t stream, Fail fail) {
+  if (capturing(stream)) return;
+  deferred::submit(std::make_unique<FlagCheck<Fail>>(flag, stream, std::move(fail)));
 }
 
 }  // namespace torch_aclnn::cuda::flag

@@ -8,6 +8,7 @@
 // C10_CUDA_KERNEL_LAUNCH_CHECK().
 #pragma once
 
+#include "common/deferred.h"
 #include "common/entry.h"
 
 #include <c10/cuda/CUDAException.h>
@@ -37,10 +38,16 @@ inline unsigned int blocks_for(int64_t n, int threads = kThreads) {
 
 // The CUDA backend of the generic entries (common/entry.h): results through
 // the dispatcher (the caching allocator), kernels under a guard for the
-// call's device.
+// call's device. Every call, once its own contract holds, first raises the
+// failed index check of an earlier call whose result has arrived
+// (common/deferred.h; one atomic load while none is pending).
+struct Guard : c10::cuda::CUDAGuard {
+  explicit Guard(c10::Device device) : c10::cuda::CUDAGuard(device) { deferred::raise_arrived(); }
+};
+
 struct Backend {
   static constexpr bool kComputes = true;
-  using Guard = c10::cuda::CUDAGuard;
+  using Guard = cuda::Guard;
   static at::Tensor empty(const Result& r) { return entry::empty(r); }
 };
 

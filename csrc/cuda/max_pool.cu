@@ -44,16 +44,13 @@
 // back: one extra read of indices. The smallest logical position
 // (n*C + c)*oS + o of a bad index is kept in a device flag (atomicMin, so
 // the same position is reported on every run, the one the CPU kernel
-// reports) and read back after the kernels: an 8-byte device-to-host copy
-// into a pinned per-thread buffer and a stream synchronisation (the flag is
-// set by a cudaMemsetAsync, not a fill kernel, and read without the
-// dispatcher: the host pays the GPU's time for the call plus a few
-// microseconds, and can no longer run ahead of the GPU). The CPU kernel's
-// IndexError (contracts/max_pool.h: fail_not_in_window) then names the
-// value, its position and its window. A bad index is never read through or
-// written through. During CUDA graph capture a synchronising read-back is
-// not allowed, so the flag is not read there: bad indices still read and
-// write nothing out of bounds, but raise no error.
+// reports) and handed to the deferred checks (cuda/flag.cuh,
+// common/deferred.h): no synchronisation; the IndexError (contracts/max_pool.h:
+// fail_not_in_window, naming the value, its position and its window) is raised
+// by a later torch_aclnn call or torch_aclnn.check_index_errors(), or at this
+// call in synchronous mode. A bad index is never read through or written
+// through. During CUDA graph capture the flag is not read: bad indices still
+// read and write nothing out of bounds, but raise no error.
 //
 // 32- or 64-bit index math (cuda/index.cuh), per call for both operators:
 // 32-bit (fast division by invariant integers for the coordinates, strides
@@ -116,15 +113,16 @@ gather_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const
 
 
 
-// Row 12: reads the flag back (synchronising) and raises the IndexError the
-// CPU kernel raises, naming the value, its position and its window.
+// Row 12: the deferred check of the flag (cuda/flag.cuh); a bad position
+// raises the IndexError the CPU kernel raises, naming the value, its
+// position and its window.
 void check_flag(const at::Tensor& flag, const Geometry& g, const Window& w, const at::Tensor& indices,
                 cudaStream_t stream) {
-  const int64_t pos = cuda::flag::read(flag, stream);
-  if (C10_LIKELY(pos == kNone)) return;
-  const int64_t n = pos / (g.C * g.oS), c = (pos / g.oS) % g.C, o = pos % g.oS;
-  const int64_t value = cuda::flag::value_at(indices, n, c, o);
-  fail_not_in_window(value, n, c, o, g.five, g.S, g.oH, g.oW, w);
+  cuda::flag::finish(flag, stream, [g, w, indices](int64_t pos, bool later) {
+    const int64_t n = pos / (g.C * g.oS), c = (pos / g.oS) % g.C, o = pos % g.oS;
+    const int64_t value = cuda::flag::value_at(indices, n, c, o);
+    fail_not_in_window(value, n, c, o, g.five, g.S, g.oH, g.oW, w, later);
+  });
 }
 
 // result, indices: dense in the result's memory format (the same strides).

@@ -22,15 +22,12 @@
 // is used; an out-of-range index is never read through or written through
 // (the backward writes 0 there). The smallest logical position of an
 // out-of-range index is kept in a device flag (atomicMin, so the same
-// position is reported on every run) and read back after the kernels: an
-// 8-byte device-to-host copy into a pinned per-thread buffer and a stream
-// synchronisation (the flag is set by a cudaMemsetAsync, not a fill kernel,
-// and read without the dispatcher: the host pays the GPU's time for the
-// call plus a few microseconds, and can no longer run ahead of the GPU).
-// The spec's IndexError then names the value and its position, as on CPU.
-// During CUDA graph capture a synchronising read-back is not allowed, so the
-// flag is not read there: out-of-range indices still read and write
-// nothing, but raise no error.
+// position is reported on every run) and handed to the deferred checks
+// (cuda/flag.cuh, common/deferred.h): no synchronisation; the spec's
+// IndexError, naming the value and its position as on CPU, is raised by a
+// later torch_aclnn call or torch_aclnn.check_index_errors(), or at this call
+// in synchronous mode. During CUDA graph capture the flag is not read:
+// out-of-range indices still read and write nothing, but raise no error.
 #include "cuda/flag.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/max_unpool.cuh"
@@ -89,21 +86,21 @@ gather_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const
 // Host side
 
 
-// Row 15: reads the flag back (synchronising) and raises the IndexError the
-// CPU kernels raise, naming the value and its position.
+// Row 15: the deferred check of the flag (cuda/flag.cuh); a bad position
+// raises the IndexError the CPU kernels raise, naming the value and its
+// position.
 void check_flag(const char* op, const at::Tensor& flag, const Geometry& g, const at::Tensor& indices,
-                at::IntArrayRef output_size, cudaStream_t stream) {
-  const int64_t pos = cuda::flag::read(flag, stream);
-  if (C10_LIKELY(pos == kNone)) return;
-  const int64_t n = pos / (g.C * g.S), c = (pos / g.S) % g.C, i = pos % g.S;
-  const int64_t value = cuda::flag::value_at(indices, n, c, i);
-  std::vector<int64_t> where = {n};
-  if (g.five) where.push_back(c);
-  where.insert(where.end(), {i / (g.H * g.W), (i / g.W) % g.H, i % g.W});
-  ACLNN_CHECK_INDEX(false, op, "indices", fmt_list(where), " = ", value, " is outside [0, ", g.oS,
-                    "), the flattened output_size ", fmt_list(output_size));
+                at::IntArrayRef output_size_, cudaStream_t stream) {
+  cuda::flag::finish(flag, stream, [op, g, indices, output_size = output_size_.vec()](int64_t pos, bool later) {
+    const int64_t n = pos / (g.C * g.S), c = (pos / g.S) % g.C, i = pos % g.S;
+    const int64_t value = cuda::flag::value_at(indices, n, c, i);
+    std::vector<int64_t> where = {n};
+    if (g.five) where.push_back(c);
+    where.insert(where.end(), {i / (g.H * g.W), (i / g.W) % g.H, i % g.W});
+    ACLNN_CHECK_INDEX(false, deferred::op_name(op, later), "indices", fmt_list(where), " = ", value,
+                      " is outside [0, ", g.oS, "), the flattened output_size ", fmt_list(output_size));
+  });
 }
-
 
 void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const at::Tensor& indices_,
                   c10::SymIntArrayRef output_size_, at::IntArrayRef, at::IntArrayRef) {

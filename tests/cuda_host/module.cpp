@@ -1,9 +1,11 @@
 // One host-compiled module (one compilation of the torch headers) holding
-// the emulation of every CUDA family: tests/cuda_host/<family>.h runs the
+// the emulation of every CUDA family (and of the deferred index checks,
+// tests/cuda_host/deferred.h): tests/cuda_host/<family>.h runs the
 // per-element code of csrc/cuda/<family>.cuh on the host, exposed here as the
 // submodule <family>. Built by tests/test_cuda_host_emulation.py.
 #include <torch/extension.h>
 
+#include "deferred.h"
 #include "elu.h"
 #include "max_pool.h"
 #include "max_unpool.h"
@@ -11,6 +13,8 @@
 #include "upsample.h"
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  auto deferred = m.def_submodule("deferred");
+  deferred_emulation::register_deferred(deferred);
   auto elu = m.def_submodule("elu");
   register_elu(elu);
   auto max_pool = m.def_submodule("max_pool");
