@@ -1,10 +1,17 @@
 // The pending data-dependent checks of the process (csrc/common/deferred.h).
+//
+// Failed checks raise in submission order: raise_arrived() stops at the first
+// check whose result has not arrived. A check is only taken out of the
+// registry once its result is known (or put back if waiting for it throws), so
+// a CUDA error while polling never loses a failed check. Passed checks are
+// destroyed outside the registry's lock (they hold tensors).
 #include "common/deferred.h"
 
 #include <atomic>
 #include <deque>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 namespace torch_aclnn::deferred {
 namespace {
@@ -14,12 +21,28 @@ struct Registry {
   std::deque<std::unique_ptr<Check>> checks;  // in submission order
   std::atomic<size_t> count{0};
   std::atomic<bool> synchronous{false};
+
+  void counted() { count.store(checks.size(), std::memory_order_relaxed); }  // (under the lock)
 };
 
 // Never destroyed: checks may be submitted and raised until the process ends.
 Registry& registry() {
   static auto* r = new Registry();
   return *r;
+}
+
+// Waits for the check taken out of the registry and raises it if it failed;
+// if waiting throws, the check goes back to the front and the error goes on.
+void wait_and_raise(Registry& r, std::unique_ptr<Check> check) {
+  try {
+    check->arrived(true);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.checks.push_front(std::move(check));
+    r.counted();
+    throw;
+  }
+  if (check->failed()) check->raise(true);
 }
 
 }  // namespace
@@ -39,46 +62,51 @@ void submit(std::unique_ptr<Check> check) {
       oldest = std::move(r.checks.front());
       r.checks.pop_front();
     }
-    r.count.store(r.checks.size(), std::memory_order_relaxed);
+    r.counted();
   }
-  if (oldest) {
-    oldest->arrived(true);
-    if (oldest->failed()) oldest->raise(true);
-  }
+  if (oldest) wait_and_raise(r, std::move(oldest));
 }
 
 void raise_arrived() {
   Registry& r = registry();
   if (r.count.load(std::memory_order_relaxed) == 0) return;
+  std::vector<std::unique_ptr<Check>> passed;
   std::unique_ptr<Check> bad;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
-    for (auto it = r.checks.begin(); it != r.checks.end();) {
-      if (!(*it)->arrived(false) || ((*it)->failed() && bad)) {
-        ++it;  // (a second failed check stays for the next call)
-        continue;
+    try {
+      while (!r.checks.empty() && r.checks.front()->arrived(false)) {
+        std::unique_ptr<Check> front = std::move(r.checks.front());
+        r.checks.pop_front();
+        if (front->failed()) {
+          bad = std::move(front);
+          break;  // (the checks after it wait for the next call)
+        }
+        passed.push_back(std::move(front));
       }
-      if ((*it)->failed()) bad = std::move(*it);
-      it = r.checks.erase(it);
+    } catch (...) {  // (a CUDA error: the unanswered check stays at the front)
+      r.counted();
+      throw;
     }
-    r.count.store(r.checks.size(), std::memory_order_relaxed);
+    r.counted();
   }
+  passed.clear();  // (outside the lock)
   if (bad) bad->raise(true);
 }
 
 void raise_all() {
   Registry& r = registry();
-  for (;;) {
+  // The checks pending now: those submitted meanwhile are the next call's.
+  for (size_t n = r.count.load(std::memory_order_relaxed); n > 0; --n) {
     std::unique_ptr<Check> check;
     {
       std::lock_guard<std::mutex> lock(r.mutex);
       if (r.checks.empty()) return;
       check = std::move(r.checks.front());
       r.checks.pop_front();
-      r.count.store(r.checks.size(), std::memory_order_relaxed);
+      r.counted();
     }
-    check->arrived(true);
-    if (check->failed()) check->raise(true);
+    wait_and_raise(r, std::move(check));
   }
 }
 

@@ -82,8 +82,18 @@ def test_runs_on_the_current_stream(name):
     assert torch.equal(out, eager) or torch.allclose(out, eager, equal_nan=True)
 
 
+@pytest.fixture(params=[True, False], ids=["sync checks", "deferred checks"])
+def index_check_mode(request):
+    torch_aclnn.check_index_errors()
+    previous = torch_aclnn.set_sync_index_checks(request.param)
+    yield request.param
+    torch_aclnn.set_sync_index_checks(previous)
+
+
 @pytest.mark.parametrize("name", OP_NAMES)
-def test_cuda_graph_replay_matches_eager(name):
+def test_cuda_graph_replay_matches_eager(name, index_check_mode):
+    """In both index-check modes: with deferred checks, the eager calls leave
+    checks pending, which a call being captured must not query."""
     info = OPS[name]
     s = _sample(name)
     eager = info.op(*s.args, **s.kwargs)
@@ -98,6 +108,7 @@ def test_cuda_graph_replay_matches_eager(name):
     graph.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(captured, eager, rtol=0, atol=0, equal_nan=True)
+    torch_aclnn.check_index_errors()
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
@@ -181,6 +192,17 @@ def test_valid_calls_leave_nothing_pending(deferred_checks):
     torch.cuda.synchronize()
     torch.ops.torch_aclnn.elu(x)  # drops the arrived, passed checks
     assert torch_aclnn._C._pending_index_checks() == 0
+
+
+def test_dropin_raises_a_bad_index_at_the_call_in_sync_mode():
+    """Not handed to torch, whose CUDA kernel would stop the process."""
+    x = torch.randn(1, 2, 2, 2, 2, device="cuda")
+    idx = torch.zeros(1, 2, 2, 2, 2, dtype=torch.int64, device="cuda")
+    idx[0, 1, 1, 0, 1] = 64
+    with torch_aclnn.patched() as stats:
+        with pytest.raises(IndexError, match=r"^\[torch_aclnn 161002\] max_unpool3d: indices\[0, 1, 1, 0, 1\]"):
+            torch.nn.functional.max_unpool3d(x, idx, 2, output_size=[4, 4, 4])
+    assert not stats.passed
 
 
 def test_dropin_raises_a_deferred_error_instead_of_handing_the_call_to_torch(deferred_checks):

@@ -671,13 +671,15 @@ def _tagged(n):
 def test_deferred_check_raises_once_arrived_and_only_once(deferred):
     deferred.submit(1, 2, True)       # arrives at the 3rd poll
     deferred.submit(2, 0, False)
-    deferred.raise_arrived()          # 1 not arrived; 2 arrived and passed: dropped
-    assert deferred.pending() == 1
     deferred.raise_arrived()
+    deferred.raise_arrived()
+    assert deferred.pending() == 2
     with pytest.raises(IndexError, match=_tagged(1)):
         deferred.raise_arrived()
+    assert deferred.pending() == 1    # 2 waits for the next call
+    deferred.raise_arrived()          # 2 arrived and passed: dropped
     assert deferred.pending() == 0
-    deferred.raise_arrived()          # raised once, then gone
+    deferred.raise_arrived()          # 1 was raised once, then gone
 
 
 def test_deferred_checks_raise_in_call_order_one_at_a_time(deferred):
@@ -685,18 +687,24 @@ def test_deferred_checks_raise_in_call_order_one_at_a_time(deferred):
         deferred.submit(n, 0, n != 2)
     with pytest.raises(IndexError, match=_tagged(1)):
         deferred.raise_arrived()
-    assert deferred.pending() == 1    # 2 passed and was dropped; 3 waits for the next call
+    assert deferred.pending() == 2
     with pytest.raises(IndexError, match=_tagged(3)):
-        deferred.raise_arrived()
+        deferred.raise_arrived()      # 2 passed and was dropped on the way
     assert deferred.pending() == 0
 
 
-def test_deferred_arrived_failure_is_not_held_back_by_an_earlier_pending_check(deferred):
-    deferred.submit(1, 5, True)
+def test_deferred_checks_wait_for_an_earlier_check_on_its_way(deferred):
+    """A call raises only what arrived before the first check still pending,
+    so that failed checks raise in call order."""
+    deferred.submit(1, 2, True)
     deferred.submit(2, 0, True)
+    deferred.raise_arrived()          # 1 not arrived: 2 waits behind it
+    deferred.raise_arrived()
+    assert deferred.pending() == 2
+    with pytest.raises(IndexError, match=_tagged(1)):
+        deferred.raise_arrived()
     with pytest.raises(IndexError, match=_tagged(2)):
         deferred.raise_arrived()
-    assert deferred.pending() == 1
 
 
 def test_deferred_raise_all_waits_and_keeps_the_later_checks(deferred):
@@ -709,6 +717,22 @@ def test_deferred_raise_all_waits_and_keeps_the_later_checks(deferred):
     with pytest.raises(IndexError, match=_tagged(3)):
         deferred.raise_all()
     deferred.raise_all()
+    assert deferred.pending() == 0
+
+
+def test_deferred_query_errors_lose_no_check(deferred):
+    """A query that throws (a CUDA error) leaves its check pending, at the
+    front, for a later call."""
+    deferred.submit(1, 0, False)
+    deferred.submit(2, 0, True, errors=2)
+    with pytest.raises(RuntimeError, match="CUDA error while querying check 2"):
+        deferred.raise_arrived()       # 1 passed and dropped; 2's query throws
+    assert deferred.pending() == 1
+    with pytest.raises(RuntimeError, match="CUDA error while querying check 2"):
+        deferred.raise_all()           # its wait throws: put back
+    assert deferred.pending() == 1
+    with pytest.raises(IndexError, match=_tagged(2)):
+        deferred.raise_all()
     assert deferred.pending() == 0
 
 
@@ -730,3 +754,16 @@ def test_deferred_checks_are_bounded(deferred):
     with pytest.raises(IndexError, match=_tagged(0)):
         deferred.submit(deferred.max_pending, 10 ** 6, False)
     assert deferred.pending() == deferred.max_pending
+
+
+def test_deferred_bound_keeps_a_check_whose_wait_fails(deferred):
+    deferred.submit(0, 10 ** 6, False, errors=1)
+    for n in range(1, deferred.max_pending + 1):
+        if n < deferred.max_pending:
+            deferred.submit(n, 10 ** 6, False)
+            continue
+        with pytest.raises(RuntimeError, match="CUDA error while querying check 0"):
+            deferred.submit(n, 10 ** 6, False)
+    assert deferred.pending() == deferred.max_pending + 1  # 0 went back to the front
+    deferred.raise_all()
+    assert deferred.pending() == 0

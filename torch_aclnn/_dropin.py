@@ -425,6 +425,12 @@ ROUTES: Dict[Callable, tuple] = {
 _DEFERRED = "] deferred: "
 
 
+def _on_cuda(args: tuple, kwargs: dict) -> bool:
+    """Whether a tensor argument is on CUDA, where a bad index is not handed to
+    torch: aten's CUDA kernels stop the process on one (device-side assert)."""
+    return any(isinstance(a, torch.Tensor) and a.is_cuda for a in (*args, *kwargs.values()))
+
+
 def decide(decision: Callable, args: tuple, kwargs: dict) -> Decision:
     """``decision(*args, **kwargs)``. Arguments that do not bind to the torch
     signature pass through (torch raises its own TypeError). So does, in
@@ -436,7 +442,7 @@ def decide(decision: Callable, args: tuple, kwargs: dict) -> Decision:
     except (TypeError, ValueError, IndexError) as e:
         message = str(e)
         ours = message.startswith("[torch_aclnn") and _DEFERRED not in message[:40]
-        if ours and not torch.compiler.is_compiling():
+        if ours and not torch.compiler.is_compiling() and not (type(e) is IndexError and _on_cuda(args, kwargs)):
             return f"contract: {message}"
         if type(e) is TypeError and "argument" in message and not message.startswith("[torch_aclnn"):
             return "arguments that do not bind to the torch signature"

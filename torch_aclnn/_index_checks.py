@@ -46,10 +46,16 @@ def set_sync_index_checks(enabled: bool) -> bool:
 
 
 def _at_exit() -> None:
-    try:
-        check_index_errors()
-    except IndexError as e:  # nothing raised it: say so rather than lose it
-        warnings.warn(f"torch_aclnn: an index check failed after the last torch_aclnn call: {e}", RuntimeWarning)
+    """Warn about each failed check nothing raised (rather than lose it)."""
+    while _C()._pending_index_checks():
+        try:
+            check_index_errors()
+        except IndexError as e:
+            warnings.warn(f"torch_aclnn: an index check failed after the last torch_aclnn call: {e}", RuntimeWarning)
+        except RuntimeError as e:  # a CUDA error: the checks cannot be read
+            warnings.warn(f"torch_aclnn: {_C()._pending_index_checks()} index check(s) could not be read at exit: "
+                          f"{e}", RuntimeWarning)
+            return
 
 
 def init() -> None:

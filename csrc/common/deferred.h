@@ -8,10 +8,11 @@
 // asynchronous copy of the flag and an event, csrc/cuda/flag.cuh) and
 // returns; a failed check raises its IndexError, tagged "deferred: ", at
 // the first of:
-//   - the next torch_aclnn operator call on a CUDA device (any thread), for
-//     the checks whose result has arrived by then (never waiting);
-//   - torch_aclnn.check_index_errors(), which waits for every pending check;
-//   - at exit, torch_aclnn warns about a failed check nobody raised.
+//   - the next torch_aclnn operator call on a CUDA device (any thread, not
+//     during CUDA graph capture), for the checks whose result has arrived by
+//     then, in submission order (never waiting);
+//   - torch_aclnn.check_index_errors(), which waits for the pending checks;
+//   - at exit, torch_aclnn warns about each failed check nobody raised.
 // In synchronous mode (torch_aclnn.set_sync_index_checks(True), or
 // TORCH_ACLNN_SYNC_INDEX_CHECKS=1) each call waits for its own check and
 // raises at the call, untagged, as the CPU kernels do.
@@ -52,13 +53,14 @@ class Check {
 // is waited for).
 void submit(std::unique_ptr<Check> check);
 
-// Raises the first failed check, in submission order, among those whose
-// result has arrived; drops the passed ones. Never waits. Costs one atomic
-// load while nothing is pending.
+// Takes the checks whose result has arrived, in submission order up to the
+// first that has not: drops the passed ones, raises the first failed one (the
+// checks after it stay pending). Never waits. Costs one atomic load while
+// nothing is pending.
 void raise_arrived();
 
-// Waits for every pending check; raises the first failed one (the checks
-// submitted after it stay pending).
+// Waits for the checks pending when called, in submission order; raises the
+// first failed one (the checks after it stay pending).
 void raise_all();
 
 // How many checks are pending.

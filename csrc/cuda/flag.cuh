@@ -52,14 +52,20 @@ class FlagCheck final : public deferred::Check {
  public:
   FlagCheck(const at::Tensor& flag, cudaStream_t stream, Fail fail)
       : host_(at::empty({1}, at::TensorOptions().dtype(at::kLong).pinned_memory(true))), fail_(std::move(fail)) {
-    C10_CUDA_CHECK(cudaMemcpyAsync(host_.mutable_data_ptr<int64_t>(), flag.const_data_ptr<int64_t>(),
-                                   sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
     C10_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
-    C10_CUDA_CHECK(cudaEventRecord(event_, stream));
+    try {
+      C10_CUDA_CHECK(cudaMemcpyAsync(host_.mutable_data_ptr<int64_t>(), flag.const_data_ptr<int64_t>(),
+                                     sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
+      C10_CUDA_CHECK(cudaEventRecord(event_, stream));
+    } catch (...) {
+      // host_ goes back to the pinned-memory cache: let no copy into it be
+      // in flight then (best effort: the stream is failing).
+      (void)cudaStreamSynchronize(stream);
+      release();
+      throw;
+    }
   }
-  ~FlagCheck() override {
-    if (event_ != nullptr) (void)cudaEventDestroy(event_);  // may fail once the runtime is shutting down
-  }
+  ~FlagCheck() override { release(); }
   FlagCheck(const FlagCheck&) = delete;
   FlagCheck& operator=(const FlagCheck&) = delete;
 
@@ -84,6 +90,12 @@ class FlagCheck final : public deferred::Check {
 
  private:
   int64_t position() const { return host_.const_data_ptr<int64_t>()[0]; }
+  void release() {
+    if (event_ == nullptr) return;
+    (void)cudaEventDestroy(event_);  // may fail once the runtime is shutting down:
+    (void)cudaGetLastError();        // then leave no error for a later launch check
+    event_ = nullptr;
+  }
 
   at::Tensor host_;  // pinned
   cudaEvent_t event_ = nullptr;
