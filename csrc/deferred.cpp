@@ -1,10 +1,12 @@
 // The pending data-dependent checks of the process (csrc/common/deferred.h).
 //
 // Failed checks raise in submission order: raise_arrived() stops at the first
-// check whose result has not arrived. A check is only taken out of the
-// registry once its result is known (or put back if waiting for it throws), so
-// a CUDA error while polling never loses a failed check. Passed checks are
-// destroyed outside the registry's lock (they hold tensors).
+// check whose result has not arrived. (With several threads, a check another
+// thread is waiting for is out of the registry meanwhile, so the order holds
+// per thread.) A check is only dropped once its result is known: if waiting
+// for it throws, it goes back, so a CUDA error while polling never loses a
+// failed check. Passed checks are destroyed outside the registry's lock (they
+// hold tensors).
 #include "common/deferred.h"
 
 #include <atomic>
@@ -50,7 +52,14 @@ void wait_and_raise(Registry& r, std::unique_ptr<Check> check) {
 void submit(std::unique_ptr<Check> check) {
   Registry& r = registry();
   if (r.synchronous.load(std::memory_order_relaxed)) {
-    check->arrived(true);
+    try {
+      check->arrived(true);
+    } catch (...) {  // (kept, as wait_and_raise keeps it)
+      std::lock_guard<std::mutex> lock(r.mutex);
+      r.checks.push_back(std::move(check));
+      r.counted();
+      throw;
+    }
     if (check->failed()) check->raise(false);
     return;
   }

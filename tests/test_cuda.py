@@ -184,6 +184,25 @@ def test_invalid_index_raises_at_the_next_cuda_call(deferred_checks):
     assert torch.ops.torch_aclnn.elu(x).isfinite().all()  # the next call runs
 
 
+def test_graph_capture_leaves_a_pending_failed_check_alone(deferred_checks):
+    """A call being captured does not read pending checks (a query during
+    capture would invalidate it); the error comes after."""
+    x = torch.randn(8, device="cuda")
+    torch.ops.torch_aclnn.elu(x)  # warm-up
+    call, message = _bad_index_call("max_unpool3d")
+    call()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = torch.ops.torch_aclnn.elu(x)
+    assert torch_aclnn._C._pending_index_checks() == 1
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, torch.nn.functional.elu(x), rtol=0, atol=1e-6)
+    with pytest.raises(IndexError, match=r"deferred: " + message):
+        torch_aclnn.check_index_errors()
+
+
 def test_valid_calls_leave_nothing_pending(deferred_checks):
     x = torch.randn(1, 2, 4, 4, 4, device="cuda")
     values, idx = torch.ops.torch_aclnn.max_pool3d_with_indices(x, [2], [2], [0], [1], False)

@@ -74,3 +74,50 @@ def test_dropin_hands_this_calls_own_contract_error_to_torch_but_raises_a_deferr
     earlier = "[torch_aclnn 161002] deferred: max_unpool3d: indices[0, 0, 0, 0, 0] = 64 is outside [0, 64)"
     with pytest.raises(IndexError, match="deferred: max_unpool3d"):
         _dropin.decide(raises(earlier), (), {})
+
+
+def test_dropin_raises_a_bad_index_on_cuda_instead_of_handing_it_to_torch(monkeypatch):
+    """aten's CUDA kernels stop the process on a bad index: such a call's own
+    IndexError is raised, not handed on (the CPU's still is)."""
+    def decision(*args, **kwargs):
+        raise IndexError("[torch_aclnn 161002] max_unpool3d: indices[0, 0, 0, 0, 0] = 64 is outside [0, 64)")
+
+    monkeypatch.setattr(_dropin, "_on_cuda", lambda args, kwargs: True)
+    with pytest.raises(IndexError, match="max_unpool3d: indices"):
+        _dropin.decide(decision, (), {})
+
+
+class _FakeC:
+    """torch_aclnn._C's index-check functions over a list of outcomes."""
+
+    def __init__(self, outcomes):
+        self.outcomes = list(outcomes)
+
+    def _pending_index_checks(self):
+        return len(self.outcomes)
+
+    def _check_index_errors(self):
+        while self.outcomes:
+            error = self.outcomes.pop(0)
+            if error is not None:
+                raise error
+
+
+def test_at_exit_warns_once_per_failed_check(monkeypatch):
+    from torch_aclnn import _index_checks
+    fake = _FakeC([None, IndexError("check 1"), None, IndexError("check 2")])
+    monkeypatch.setattr(_index_checks, "_C", lambda: fake)
+    with pytest.warns(RuntimeWarning) as record:
+        _index_checks._at_exit()
+    assert [str(w.message) for w in record] == [
+        "torch_aclnn: failed index check nothing raised (1): check 1",
+        "torch_aclnn: failed index check nothing raised (2): check 2"]
+    assert not fake.outcomes
+
+
+def test_at_exit_stops_at_a_cuda_error(monkeypatch):
+    from torch_aclnn import _index_checks
+    fake = _FakeC([RuntimeError("CUDA error: an illegal memory access"), None])
+    monkeypatch.setattr(_index_checks, "_C", lambda: fake)
+    with pytest.warns(RuntimeWarning, match=r"1 index check\(s\) could not be read at exit: CUDA error"):
+        _index_checks._at_exit()

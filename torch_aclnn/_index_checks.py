@@ -17,6 +17,8 @@ import importlib
 import os
 import warnings
 
+import torch
+
 __all__ = ["check_index_errors", "set_sync_index_checks"]
 
 ENV = "TORCH_ACLNN_SYNC_INDEX_CHECKS"
@@ -31,8 +33,16 @@ def check_index_errors() -> None:
     and raise the first failed one's IndexError (``[torch_aclnn 161002]
     deferred: <operator>: indices[...] = value ...``). Returns at once when
     none is pending (always, without CUDA). The checks after a failed one
-    stay pending: call again to see them."""
+    stay pending: call again to see them. Not while the current CUDA stream
+    is being captured into a graph (RuntimeError)."""
+    if pending() and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError("torch_aclnn.check_index_errors() waits for the GPU: not during CUDA graph capture")
     _C()._check_index_errors()
+
+
+def pending() -> int:
+    """How many index checks are pending (0 without CUDA)."""
+    return _C()._pending_index_checks()
 
 
 def set_sync_index_checks(enabled: bool) -> bool:
@@ -47,13 +57,14 @@ def set_sync_index_checks(enabled: bool) -> bool:
 
 def _at_exit() -> None:
     """Warn about each failed check nothing raised (rather than lose it)."""
-    while _C()._pending_index_checks():
+    for n in range(1, pending() + 1):  # (the checks pending now)
         try:
             check_index_errors()
+            return
         except IndexError as e:
-            warnings.warn(f"torch_aclnn: an index check failed after the last torch_aclnn call: {e}", RuntimeWarning)
+            warnings.warn(f"torch_aclnn: failed index check nothing raised ({n}): {e}", RuntimeWarning)
         except RuntimeError as e:  # a CUDA error: the checks cannot be read
-            warnings.warn(f"torch_aclnn: {_C()._pending_index_checks()} index check(s) could not be read at exit: "
+            warnings.warn(f"torch_aclnn: {pending()} index check(s) could not be read at exit: "
                           f"{e}", RuntimeWarning)
             return
 

@@ -10,12 +10,14 @@
 // Host code only (csrc/cuda/max_unpool.cu, csrc/cuda/max_pool.cu).
 #pragma once
 
+#include "common/contract.h"
 #include "common/deferred.h"
 #include "cuda/planes.cuh"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -46,12 +48,16 @@ inline int64_t value_at(const at::Tensor& indices, int64_t n, int64_t c, int64_t
 
 // The flag's value on its way to the host: copied into pinned memory on the
 // stream, which then records an event. fail(position, deferred) throws the
-// IndexError of the bad position.
+// IndexError of the bad position (reading the bad value from the device).
+// Queries, waits and that read run in the relaxed capture mode: another
+// thread's CUDA graph capture does not forbid them.
 template <class Fail>
 class FlagCheck final : public deferred::Check {
  public:
-  FlagCheck(const at::Tensor& flag, cudaStream_t stream, Fail fail)
-      : host_(at::empty({1}, at::TensorOptions().dtype(at::kLong).pinned_memory(true))), fail_(std::move(fail)) {
+  FlagCheck(const char* op, const at::Tensor& flag, cudaStream_t stream, Fail fail)
+      : op_(op),
+        host_(at::empty({1}, at::TensorOptions().dtype(at::kLong).pinned_memory(true))),
+        fail_(std::move(fail)) {
     C10_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
     try {
       C10_CUDA_CHECK(cudaMemcpyAsync(host_.mutable_data_ptr<int64_t>(), flag.const_data_ptr<int64_t>(),
@@ -70,6 +76,7 @@ class FlagCheck final : public deferred::Check {
   FlagCheck& operator=(const FlagCheck&) = delete;
 
   bool arrived(bool wait) override {
+    c10::cuda::CUDAStreamCaptureModeGuard relaxed(cudaStreamCaptureModeRelaxed);
     if (wait) {
       C10_CUDA_CHECK(cudaEventSynchronize(event_));
       return true;
@@ -84,7 +91,15 @@ class FlagCheck final : public deferred::Check {
   }
   bool failed() const override { return position() != kNone; }
   [[noreturn]] void raise(bool deferred) const override {
-    fail_(position(), deferred);
+    c10::cuda::CUDAStreamCaptureModeGuard relaxed(cudaStreamCaptureModeRelaxed);
+    try {
+      fail_(position(), deferred);
+    } catch (const c10::IndexError&) {
+      throw;
+    } catch (const c10::Error& e) {  // the value could not be read: the error still comes
+      ACLNN_CHECK_INDEX(false, deferred::op_name(op_, deferred), "an index failed its check (logical position ",
+                        position(), "), and reading its value failed: ", e.what_without_backtrace());
+    }
     TORCH_INTERNAL_ASSERT(false, "a failed index check raised nothing");
   }
 
@@ -92,11 +107,13 @@ class FlagCheck final : public deferred::Check {
   int64_t position() const { return host_.const_data_ptr<int64_t>()[0]; }
   void release() {
     if (event_ == nullptr) return;
-    (void)cudaEventDestroy(event_);  // may fail once the runtime is shutting down:
-    (void)cudaGetLastError();        // then leave no error for a later launch check
+    if (cudaEventDestroy(event_) != cudaSuccess) {
+      (void)cudaGetLastError();  // (the runtime shutting down: leave no error for a later launch check)
+    }
     event_ = nullptr;
   }
 
+  const char* op_;
   at::Tensor host_;  // pinned
   cudaEvent_t event_ = nullptr;
   Fail fail_;
@@ -106,9 +123,9 @@ class FlagCheck final : public deferred::Check {
 // value, or nothing during graph capture (bad indices then still read and
 // write nothing, but raise nothing).
 template <class Fail>
-void finish(const at::Tensor& flag, cudaStream_t stream, Fail fail) {
+void finish(const char* op, const at::Tensor& flag, cudaStream_t stream, Fail fail) {
   if (capturing(stream)) return;
-  deferred::submit(std::make_unique<FlagCheck<Fail>>(flag, stream, std::move(fail)));
+  deferred::submit(std::make_unique<FlagCheck<Fail>>(op, flag, stream, std::move(fail)));
 }
 
 }  // namespace torch_aclnn::cuda::flag

@@ -41,17 +41,14 @@ inline unsigned int blocks_for(int64_t n, int threads = kThreads) {
 // the dispatcher (the caching allocator), kernels under a guard for the
 // call's device. Every call, once its own contract holds, first raises the
 // failed index check of an earlier call whose result has arrived
-// (common/deferred.h; one atomic load while none is pending). Not while the
-// current stream is being captured into a CUDA graph; and the event queries
-// run in the relaxed capture mode, so that another thread's capture does not
-// forbid them.
+// (common/deferred.h; one atomic load while none is pending), except while
+// the current stream is being captured into a CUDA graph.
 struct Guard : c10::cuda::CUDAGuard {
   explicit Guard(c10::Device device) : c10::cuda::CUDAGuard(device) {
     if (deferred::pending() == 0 ||
         c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) {
       return;
     }
-    c10::cuda::CUDAStreamCaptureModeGuard relaxed(cudaStreamCaptureModeRelaxed);
     deferred::raise_arrived();
   }
 };

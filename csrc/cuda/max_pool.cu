@@ -118,7 +118,7 @@ gather_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const
 // position and its window.
 void check_flag(const at::Tensor& flag, const Geometry& g, const Window& w, const at::Tensor& indices,
                 cudaStream_t stream) {
-  cuda::flag::finish(flag, stream, [g, w, indices](int64_t pos, bool later) {
+  cuda::flag::finish(kBackward, flag, stream, [g, w, indices](int64_t pos, bool later) {
     const int64_t n = pos / (g.C * g.oS), c = (pos / g.oS) % g.C, o = pos % g.oS;
     const int64_t value = cuda::flag::value_at(indices, n, c, o);
     fail_not_in_window(value, n, c, o, g.five, g.S, g.oH, g.oW, w, later);

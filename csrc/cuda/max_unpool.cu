@@ -91,7 +91,7 @@ gather_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const
 // position.
 void check_flag(const char* op, const at::Tensor& flag, const Geometry& g, const at::Tensor& indices,
                 at::IntArrayRef output_size_, cudaStream_t stream) {
-  cuda::flag::finish(flag, stream, [op, g, indices, output_size = output_size_.vec()](int64_t pos, bool later) {
+  cuda::flag::finish(op, flag, stream, [op, g, indices, output_size = output_size_.vec()](int64_t pos, bool later) {
     const int64_t n = pos / (g.C * g.S), c = (pos / g.S) % g.C, i = pos % g.S;
     const int64_t value = cuda::flag::value_at(indices, n, c, i);
     std::vector<int64_t> where = {n};
