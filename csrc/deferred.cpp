@@ -33,18 +33,24 @@ Registry& registry() {
   return *r;
 }
 
-// Waits for the check taken out of the registry and raises it if it failed;
-// if waiting throws, the check goes back to the front and the error goes on.
-void wait_and_raise(Registry& r, std::unique_ptr<Check> check) {
+// Waits for a check that is not in the registry and raises it if it failed
+// (deferred: tagged). If waiting throws, the check goes into the registry, in
+// its place: the front for a pending one taken out (deferred), the back for a
+// new one, and the error goes on.
+void wait_and_raise(Registry& r, std::unique_ptr<Check> check, bool deferred) {
   try {
     check->arrived(true);
   } catch (...) {
     std::lock_guard<std::mutex> lock(r.mutex);
-    r.checks.push_front(std::move(check));
+    if (deferred) {
+      r.checks.push_front(std::move(check));
+    } else {
+      r.checks.push_back(std::move(check));
+    }
     r.counted();
     throw;
   }
-  if (check->failed()) check->raise(true);
+  if (check->failed()) check->raise(deferred);
 }
 
 }  // namespace
@@ -52,15 +58,7 @@ void wait_and_raise(Registry& r, std::unique_ptr<Check> check) {
 void submit(std::unique_ptr<Check> check) {
   Registry& r = registry();
   if (r.synchronous.load(std::memory_order_relaxed)) {
-    try {
-      check->arrived(true);
-    } catch (...) {  // (kept, as wait_and_raise keeps it)
-      std::lock_guard<std::mutex> lock(r.mutex);
-      r.checks.push_back(std::move(check));
-      r.counted();
-      throw;
-    }
-    if (check->failed()) check->raise(false);
+    wait_and_raise(r, std::move(check), false);
     return;
   }
   std::unique_ptr<Check> oldest;
@@ -73,7 +71,7 @@ void submit(std::unique_ptr<Check> check) {
     }
     r.counted();
   }
-  if (oldest) wait_and_raise(r, std::move(oldest));
+  if (oldest) wait_and_raise(r, std::move(oldest), true);
 }
 
 void raise_arrived() {
@@ -115,13 +113,11 @@ void raise_all() {
       r.checks.pop_front();
       r.counted();
     }
-    wait_and_raise(r, std::move(check));
+    wait_and_raise(r, std::move(check), true);
   }
 }
 
 size_t pending() { return registry().count.load(std::memory_order_relaxed); }
-
-bool synchronous() { return registry().synchronous.load(std::memory_order_relaxed); }
 
 bool set_synchronous(bool on) { return registry().synchronous.exchange(on); }
 

@@ -8,6 +8,8 @@ synchronous mode, after it by default (docs/spec.md §7).
 Everything else runs on CUDA through the device-parametrised generic tests
 (tests/test_common.py, tests/test_upsample.py) and through
 `pytest --default-device cuda` over the per-family test files."""
+import contextlib
+
 import pytest
 import torch
 
@@ -82,12 +84,21 @@ def test_runs_on_the_current_stream(name):
     assert torch.equal(out, eager) or torch.allclose(out, eager, equal_nan=True)
 
 
+@contextlib.contextmanager
+def _index_checks(sync):
+    """Index checks in the given mode, none pending at the start."""
+    torch_aclnn.check_index_errors()
+    previous = torch_aclnn.set_sync_index_checks(sync)
+    try:
+        yield
+    finally:
+        torch_aclnn.set_sync_index_checks(previous)
+
+
 @pytest.fixture(params=[True, False], ids=["sync checks", "deferred checks"])
 def index_check_mode(request):
-    torch_aclnn.check_index_errors()
-    previous = torch_aclnn.set_sync_index_checks(request.param)
-    yield request.param
-    torch_aclnn.set_sync_index_checks(previous)
+    with _index_checks(sync=request.param):
+        yield request.param
 
 
 @pytest.mark.parametrize("name", OP_NAMES)
@@ -145,10 +156,8 @@ INDEX_CHECKED = ["max_unpool3d", "max_unpool3d_backward", "max_pool3d_with_indic
 @pytest.fixture
 def deferred_checks():
     """The default mode (tests/conftest.py sets the synchronous one)."""
-    torch_aclnn.check_index_errors()
-    previous = torch_aclnn.set_sync_index_checks(False)
-    yield
-    torch_aclnn.set_sync_index_checks(previous)
+    with _index_checks(sync=False):
+        yield
 
 
 @pytest.mark.parametrize("op", INDEX_CHECKED)

@@ -490,8 +490,6 @@ def test_convert_swaps_a_shared_module_everywhere():
 def test_plans_are_kept_per_shape_and_arguments(monkeypatch):
     """interpolate's and max_unpool3d's plans (output size and the rules on it) are kept
     per input shape and plain arguments in eager mode; anything else is planned per call."""
-    from torch_aclnn import _dropin
-
     monkeypatch.setattr(_dropin, "_PLANS", {})
     x = torch.randn(1, 2, 3, 4, 5)
     calls = [lambda: TF.interpolate(x, scale_factor=2), lambda: TF.interpolate(x, scale_factor=2),

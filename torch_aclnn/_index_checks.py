@@ -55,18 +55,24 @@ def set_sync_index_checks(enabled: bool) -> bool:
     return _C()._sync_index_checks(enabled)
 
 
-def _at_exit() -> None:
-    """Warn about each failed check nothing raised (rather than lose it)."""
-    for n in range(1, pending() + 1):  # (the checks pending now)
+def failed_checks():
+    """Wait for the checks pending now, yielding each failed one's IndexError
+    (a CUDA error while waiting raises)."""
+    for _ in range(pending()):
         try:
             check_index_errors()
             return
         except IndexError as e:
+            yield e
+
+
+def _at_exit() -> None:
+    """Warn about each failed check nothing raised (rather than lose it)."""
+    try:
+        for n, e in enumerate(failed_checks(), 1):
             warnings.warn(f"torch_aclnn: failed index check nothing raised ({n}): {e}", RuntimeWarning)
-        except RuntimeError as e:  # a CUDA error: the checks cannot be read
-            warnings.warn(f"torch_aclnn: {pending()} index check(s) could not be read at exit: "
-                          f"{e}", RuntimeWarning)
-            return
+    except RuntimeError as e:  # a CUDA error: the checks cannot be read
+        warnings.warn(f"torch_aclnn: {pending()} index check(s) could not be read at exit: {e}", RuntimeWarning)
 
 
 def init() -> None:

@@ -66,8 +66,7 @@ void raise_all();
 // How many checks are pending.
 size_t pending();
 
-bool synchronous();
-// Returns the previous mode.
+// Sets synchronous mode; returns the previous mode.
 bool set_synchronous(bool on);
 
 inline constexpr size_t kMaxPending = 1024;
