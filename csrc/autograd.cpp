@@ -8,8 +8,8 @@
 //     no argument with a forward-mode tangent): the call goes below autograd
 //     to the backend kernel (CPU, CUDA, Meta, PrivateUse1);
 //   - a gradient needed, outside torch.func transforms and without
-//     tangents (plain training): a C++ autograd node records the call
-//     (torch::autograd::Function, so compiled autograd traces it too); its
+//     tangents (plain training): a C++ autograd node records the call, as
+//     aten's kernels record theirs (compiled autograd traces it too); its
 //     backward is the C++ formula. No Python runs, forward or backward;
 //   - a forward-mode tangent, or inside a torch.func transform (grad, vjp,
 //     jvp, jacrev, jacfwd, vmap, ...): the operator's torch.autograd.Function
@@ -48,15 +48,21 @@
 #include <c10/core/AutogradState.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/Exceptions.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/autograd/variable.h>
+#include <torch/csrc/dynamo/compiled_autograd.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/library.h>
 
+#include <cctype>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -71,6 +77,23 @@ std::unordered_map<std::string, Derivative>& derivatives() {
 }
 
 void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, torch::jit::Stack* stack);
+
+// "torch_aclnn::max_pool3d_with_indices" -> "torch_aclnn::MaxPool3dWithIndicesBackward"
+// (as aten names its nodes: MaxPool3DWithIndicesBackward0).
+std::string node_name(const std::string& qualname) {
+  const size_t pos = qualname.rfind("::") + 2;
+  std::string out = qualname.substr(0, pos);
+  bool upper = true;
+  for (const char c : qualname.substr(pos)) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return out + "Backward";
+}
 
 }  // namespace
 
@@ -90,6 +113,7 @@ bool add_derivative(Derivative derivative) {
   library->impl(derivative.name.substr(ns.size()).c_str(),
                 torch::CppFunction::makeFromBoxedFunction<&autograd_kernel>());
   const std::string name = derivative.name;
+  derivative.node_name = node_name(name);
   TORCH_INTERNAL_ASSERT(derivatives().emplace(name, std::move(derivative)).second, "two derivatives of ", name);
   return true;
 }
@@ -175,86 +199,210 @@ at::Tensor stand_in(const c10::IValue& like) {
 
 }  // namespace
 
-// The plain-autograd path: the call recorded by a C++ node (Backward<Op>, a
-// torch::autograd::Function), whose backward runs the operator's C++
-// formula. The node keeps the tensors the derivative keeps (Keep::value) as
-// saved variables, and in saved_data the operator's name and its arguments
-// with every tensor replaced by None, or for Keep::like by its like_of()
-// (compiled autograd hashes these into its cache key: they are constants of
-// the traced backward). Which arguments are tensors is the operator's
-// (Derivative::is_tensor), not the call's.
-torch::autograd::variable_list node_forward(torch::autograd::AutogradContext* ctx, const Call& call) {
-  torch::jit::Stack& stack = *call.stack;
-  c10::impl::GenericList args(c10::AnyType::get());
-  std::vector<at::Tensor> kept;
-  for (size_t i = 0; i < call.nargs; ++i) {
-    const c10::IValue& v = stack[stack.size() - call.nargs + i];
-    if (!call.derivative->is_tensor[i]) {
-      // An empty list argument is kept as None (compiled autograd cannot
-      // type an empty list in saved_data); node_backward gives it back.
-      args.push_back(call.derivative->is_list[i] && v.toListRef().empty() ? c10::IValue() : v);
-      continue;
-    }
-    const Keep keep = call.derivative->keep[i];
-    args.push_back(keep == Keep::like ? like_of(v.toTensor()) : c10::IValue());
-    if (keep == Keep::value) kept.push_back(v.toTensor());
-  }
-  {
-    at::AutoDispatchBelowAutograd below;
-    call.op->redispatchBoxed(call.keyset & c10::after_autograd_keyset, &stack);
-  }
-  const size_t nresults = std::max<size_t>(1, call.derivative->results.size());
-  torch::autograd::variable_list outputs;
-  for (size_t r = 0; r < nresults; ++r) outputs.push_back(stack[stack.size() - nresults + r].toTensor());
-  torch::jit::drop(stack, nresults);
-  for (size_t r = 0; r < call.derivative->results.size(); ++r) {
-    if (call.derivative->results[r] == Keep::value) kept.push_back(outputs[r]);
-  }
-  // The other results are integer tensors, which autograd never
-  // differentiates (marking them would keep compiled autograd away).
-  for (size_t r = 1; r < nresults; ++r) {
-    TORCH_INTERNAL_ASSERT(!torch::autograd::isDifferentiableType(outputs[r].scalar_type()), call.derivative->name,
-                          ": only the first result may be differentiable");
-  }
-  ctx->save_for_backward(kept);
-  ctx->saved_data["op"] = call.derivative->name;
-  ctx->saved_data["args"] = std::move(args);
-  return outputs;
-}
+// ---------------------------------------------------------------------------
+// The plain-autograd path: one node per recorded call (OpNode), made as
+// aten's generated autograd kernels make theirs: the next edges, the result's
+// gradient edge and the saved variables, nothing else (a
+// torch::autograd::Function's general bookkeeping cost more than the kernel
+// of a small call). Compiled autograd runs the same backward as a function it
+// binds (apply_with_saved, as torch::autograd::Function's node does).
 
-torch::autograd::variable_list node_backward(torch::autograd::AutogradContext* ctx,
-                                             torch::autograd::variable_list grads) {
-  const Derivative* derivative = find_derivative(ctx->saved_data["op"].toStringRef());
-  TORCH_INTERNAL_ASSERT(derivative != nullptr && grads.size() == std::max<size_t>(1, derivative->results.size()));
-  const torch::autograd::variable_list kept = ctx->get_saved_variables();
-  const c10::List<c10::IValue> saved = ctx->saved_data["args"].toList();
-  const std::vector<bool>& is_tensor = derivative->is_tensor;
+namespace {
+
+using torch::autograd::Node;
+using torch::autograd::SavedVariable;
+using torch::autograd::variable_list;
+using torch::dynamo::autograd::CompiledNodeArgs;
+using torch::dynamo::autograd::SwapSavedVariables;
+
+// The gradients of one recorded call, one per tensor argument in schema
+// order: the operator's formula, given the node's saved arguments (see
+// OpNode::args), its kept tensors (the Keep::value arguments, then the
+// Keep::value results) and, per tensor argument, whether its gradient is
+// needed. An undefined incoming gradient (zero) gives undefined gradients,
+// as in aten's nodes.
+variable_list backward(const Derivative& d, const c10::List<c10::IValue>& saved, const variable_list& kept,
+                       const std::vector<bool>& needs_input, const at::Tensor& grad) {
   Args args;
   std::vector<bool> needs;
   size_t k = 0, tensor = 0;
   for (size_t i = 0; i < saved.size(); ++i) {
-    if (!is_tensor[i]) {
+    if (!d.is_tensor[i]) {
       const c10::IValue v = saved.get(i);
-      args.push_back(derivative->is_list[i] && v.isNone() ? c10::IValue(c10::List<int64_t>()) : v);
+      args.push_back(d.is_list[i] && v.isNone() ? c10::IValue(c10::List<int64_t>()) : v);
       needs.push_back(false);
       continue;
     }
-    const Keep keep = derivative->keep[i];
-    args.push_back(keep == Keep::value ? c10::IValue(kept[k++])
+    const Keep keep = d.keep[i];
+    args.push_back(keep == Keep::value ? c10::IValue(kept.at(k++))
                    : keep == Keep::like ? c10::IValue(stand_in(saved.get(i)))
                                         : c10::IValue(at::Tensor()));
-    needs.push_back(ctx->needs_input_grad(tensor++));
+    needs.push_back(grad.defined() && needs_input.at(tensor++));
   }
-  for (const Keep keep : derivative->results) {
-    args.push_back(keep == Keep::value ? c10::IValue(kept[k++]) : c10::IValue(at::Tensor()));
+  for (const Keep keep : d.results) {
+    args.push_back(keep == Keep::value ? c10::IValue(kept.at(k++)) : c10::IValue(at::Tensor()));
   }
-  const std::vector<at::Tensor> result = derivative->grad(args, grads[0], needs);
-  torch::autograd::variable_list out = {at::Tensor()};  // (the Call argument)
+  std::vector<at::Tensor> result;
+  if (grad.defined()) result = d.grad(args, grad, needs);
+  variable_list out;
   for (size_t i = 0; i < saved.size(); ++i) {
-    if (is_tensor[i]) out.push_back(needs[i] ? result.at(i) : at::Tensor());
+    if (d.is_tensor[i]) out.push_back(needs[i] ? result.at(i) : at::Tensor());
   }
   return out;
 }
+
+// Compiled autograd's form of OpNode::apply: (incoming gradients,
+// [operator name, saved arguments, kept tensors, needs per tensor argument]).
+variable_list apply_functional(const variable_list& grads, const std::vector<c10::IValue>& packed) {
+  TORCH_INTERNAL_ASSERT(packed.size() == 4 && grads.size() == 1);
+  const Derivative* d = find_derivative(packed[0].toStringRef());
+  TORCH_INTERNAL_ASSERT(d != nullptr, packed[0].toStringRef());
+  std::vector<bool> needs;
+  for (const c10::IValue& b : packed[3].toListRef()) needs.push_back(b.toBool());
+  return backward(*d, packed[1].toList(), packed[2].toTensorVector(), needs, grads[0]);
+}
+
+struct OpNode final : Node {
+  explicit OpNode(const Derivative* derivative) : derivative(derivative) {}
+
+  const Derivative* derivative;
+  // The call's arguments in schema order: every non-tensor argument as
+  // given (an empty list as None: compiled autograd cannot type an empty
+  // list), each tensor as None or, for Keep::like, its like_of(). One list,
+  // which compiled autograd hashes into its cache key: these are constants of
+  // the backward it traces.
+  c10::IValue args;
+  // The Keep::value arguments, then the Keep::value results.
+  std::vector<SavedVariable> kept;
+
+  std::string name() const override {
+    return derivative->node_name;
+  }
+
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (SavedVariable& v : kept) v.reset_data();
+  }
+
+  void compiled_args(CompiledNodeArgs& a) const override {
+    a.collect(derivative->name);
+    a.collect(args);
+    a.collect(kept, /*is_output=*/true);
+  }
+
+  variable_list apply_with_saved(const variable_list& grads, SwapSavedVariables& saved) override {
+    saved.before(args);
+    saved.before(kept);
+    c10::List<bool> needs;
+    for (const bool b : needs_input_grad()) needs.push_back(b);
+    const std::vector<c10::IValue> packed = {c10::IValue(derivative->name), args, c10::IValue(unpack()),
+                                             c10::IValue(needs)};
+    std::vector<at::TypePtr> schema;
+    for (const c10::IValue& v : packed) schema.push_back(v.isTensor() ? at::TensorType::get() : v.type());
+    const auto& py = torch::dynamo::autograd::getPyCompilerInterface();
+    // A new binding per call, as for a torch::autograd::Function's node: the
+    // schema can differ between cache misses.
+    const std::string fn = py->bind_function(saved.get_py_compiler(), name(), apply_functional, schema,
+                                             /*is_custom_function=*/true, /*is_traceable=*/true);
+    const c10::IValue output_metadata =
+        torch::dynamo::autograd::IValuePacker<std::vector<std::optional<torch::autograd::InputMetadata>>>::pack(
+            torch::dynamo::autograd::get_input_metadata(next_edges()));
+    variable_list results =
+        py->call_function(saved.get_py_compiler(), "apply_functional", fn, grads, packed, output_metadata);
+    saved.after(kept);
+    saved.after(args);
+    return results;
+  }
+
+ protected:
+  variable_list apply(variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TORCH_INTERNAL_ASSERT(grads.size() == 1);
+    return backward(*derivative, args.toList(), unpack(), needs_input_grad(), grads[0]);
+  }
+
+ private:
+  variable_list unpack() {
+    variable_list out;
+    for (const SavedVariable& v : kept) out.push_back(v.unpack(getptr()));
+    return out;
+  }
+
+  std::vector<bool> needs_input_grad() const {
+    std::vector<bool> needs;
+    for (size_t i = 0; i < num_outputs(); ++i) needs.push_back(task_should_compute_output(i));
+    return needs;
+  }
+};
+
+// The pointer type of autograd nodes (std::shared_ptr<Node> or, in newer
+// torch, c10::intrusive_ptr<Node>), and a new node of type N.
+using NodeRef = decltype(torch::autograd::Edge::function);
+
+template <class N>
+void delete_node(N* node) {
+  deleteNode(node);  // torch::autograd::deleteNode (argument-dependent lookup), where nodes are shared_ptrs
+}
+
+template <class N, class... A>
+NodeRef make_node(A&&... a) {
+  if constexpr (std::is_same_v<NodeRef, std::shared_ptr<Node>>) {
+    return NodeRef(new N(std::forward<A>(a)...), &delete_node<N>);
+  } else {
+    return c10::make_intrusive<N>(std::forward<A>(a)...);
+  }
+}
+
+// Runs the call below autograd and records it: the results, its arguments'
+// gradients as the derivative gives them. The node keeps the tensors the
+// derivative keeps (Keep::value) as saved variables, so that the recorded
+// call saves the same tensors as aten's would (torch.utils.checkpoint
+// compares the counts when a recomputation runs the same block without
+// torch_aclnn). Which arguments are tensors is the operator's
+// (Derivative::is_tensor), not the call's.
+void record(const Derivative& d, const c10::OperatorHandle& op, c10::DispatchKeySet keyset,
+            torch::jit::Stack* stack, size_t nargs) {
+  c10::impl::GenericList args(c10::AnyType::get());
+  args.reserve(nargs);
+  std::vector<at::Tensor> inputs;  // the tensor arguments
+  std::vector<at::Tensor> kept;
+  for (size_t i = stack->size() - nargs, a = 0; a < nargs; ++i, ++a) {
+    const c10::IValue& v = (*stack)[i];
+    if (!d.is_tensor[a]) {
+      args.push_back(d.is_list[a] && v.toListRef().empty() ? c10::IValue() : v);
+      continue;
+    }
+    const Keep keep = d.keep[a];
+    args.push_back(keep == Keep::like ? like_of(v.toTensor()) : c10::IValue());
+    inputs.push_back(v.toTensor());
+    if (keep == Keep::value) kept.push_back(v.toTensor());
+  }
+  NodeRef node = make_node<OpNode>(&d);
+  node->set_next_edges(torch::autograd::collect_next_edges(inputs));
+  {
+    at::AutoDispatchBelowAutograd below;
+    op.redispatchBoxed(keyset & c10::after_autograd_keyset, stack);
+  }
+  const size_t nresults = std::max<size_t>(1, d.results.size());
+  const size_t first = stack->size() - nresults;
+  // The other results are integer tensors, which autograd never
+  // differentiates: they get no gradient edge.
+  for (size_t r = 1; r < nresults; ++r) {
+    TORCH_INTERNAL_ASSERT(!torch::autograd::isDifferentiableType((*stack)[first + r].toTensor().scalar_type()),
+                          d.name, ": only the first result may be differentiable");
+  }
+  at::Tensor result = (*stack)[first].toTensor();
+  torch::autograd::create_gradient_edge(result, node);
+  auto* n = static_cast<OpNode*>(node.get());
+  n->args = std::move(args);
+  n->kept.reserve(kept.size() + d.results.size());
+  for (const at::Tensor& t : kept) n->kept.emplace_back(t, /*is_output=*/false);
+  for (size_t r = 0; r < d.results.size(); ++r) {
+    if (d.results[r] == Keep::value) n->kept.emplace_back((*stack)[first + r].toTensor(), /*is_output=*/true);
+  }
+}
+
+}  // namespace
 
 namespace {
 
@@ -372,13 +520,7 @@ void autograd_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keyset, 
     TORCH_INTERNAL_ASSERT(derivative != nullptr && derivative->keep.size() == nargs &&
                               derivative->is_tensor.size() == nargs,
                           schema.name());
-    std::vector<at::Tensor> tensors;
-    for (size_t i = stack->size() - nargs; i < stack->size(); ++i) {
-      if ((*stack)[i].isTensor()) tensors.push_back((*stack)[i].toTensor());
-    }
-    for (at::Tensor& output : derivative->record(Call{derivative, &op, keyset, stack, nargs}, at::TensorList(tensors))) {
-      stack->push_back(std::move(output));
-    }
+    record(*derivative, op, keyset, stack, nargs);
     return;
   }
   PyObject* formula = lookup(schema.name());

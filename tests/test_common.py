@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import torch_aclnn
-from torch_aclnn.testing import OPS, first, make_layout, results, tolerance
+from torch_aclnn.testing import OPS, first, make_layout, node_name, results, tolerance
 
 OP_DTYPES = [pytest.param(name, dt, id=f"{name}-{str(dt).replace('torch.', '')}")
              for name, info in OPS.items() for dt in info.dtypes]
@@ -194,7 +194,7 @@ def test_plain_autograd_records_and_differentiates_without_python(device, name):
     out = []
     assert not ours(_python_calls(lambda: out.append(op(*s.args, **s.kwargs))))
     result = first(out[0])
-    assert f"op::{info.name.split('.')[0]}>" in result.grad_fn.name(), result.grad_fn.name()
+    assert result.grad_fn.name() == node_name(info.name), result.grad_fn.name()
     assert all(not r.requires_grad for r in results(out[0])[1:])  # indices
     inputs = [t for t in s.tensors() if t.requires_grad]
     grads = []
@@ -217,6 +217,63 @@ def test_recorded_call_saves_only_the_tensors_its_formula_keeps(device, name):
         info.op(*s.args, **s.kwargs)
     assert len(packed) == keep.count("value"), (keep, [t.shape for t in packed])
     assert all(k in ("value", "like", None) for k in keep)
+
+
+class _NoGrad(torch.autograd.Function):
+    """The identity, whose backward gives no gradient (None)."""
+
+    @staticmethod
+    def forward(ctx, t):
+        return t.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None
+
+
+@pytest.mark.parametrize("name", FLOAT_OPS)
+def test_recorded_node_keeps_autograd_rules(device, name):
+    """The recorded node follows the rules of aten's nodes: a second backward
+    through a freed graph raises, retain_graph keeps it; a kept tensor
+    overwritten in place makes backward raise; an undefined incoming gradient
+    (a backward that returned None) gives no gradient, not zeros."""
+    info = OPS[name]
+    s = next(iter(info.samples(device, torch.float64, True)))
+    inputs = [t for t in s.tensors() if t.requires_grad]
+    keep = torch_aclnn._C._derivative_keep(f"torch_aclnn::{info.name}")
+    out = first(info.op(*s.args, **s.kwargs))
+    first_grads = torch.autograd.grad(out.sum(), inputs, retain_graph=True)
+    again = torch.autograd.grad(out.sum(), inputs)
+    assert all(torch.equal(a, b) for a, b in zip(first_grads, again))
+    if "value" in keep:  # (a node that keeps no tensor has nothing to free, as aten's)
+        with pytest.raises(RuntimeError, match="second time"):
+            torch.autograd.grad(out.sum(), inputs)
+
+    got = torch.autograd.grad(_NoGrad.apply(first(info.op(*s.args, **s.kwargs))).sum(), inputs, allow_unused=True)
+    assert all(g is None for g in got), got
+
+    kept = [i for i, a in enumerate(s.args) if isinstance(a, torch.Tensor) and keep[i] == "value"]
+    if kept:
+        args = [a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+                for a in s.args]
+        leaves = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        views = [a.view_as(a) if i in kept and a.requires_grad else a for i, a in enumerate(args)]
+        out = first(info.op(*views, **s.kwargs))
+        with torch.no_grad():
+            views[kept[0]].add_(0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.grad(out.sum(), leaves)
+
+
+def test_long_chain_of_recorded_calls_is_freed():
+    """A graph of many recorded calls in a row (each node holds the previous
+    one) is freed without deep recursion, as aten's are."""
+    x = torch.randn(1, requires_grad=True)
+    y = x
+    for _ in range(100_000):
+        y = torch.ops.torch_aclnn.elu(y, 1.0, 1.0, 1.0)
+    del y
+    assert x.grad is None
 
 
 @pytest.mark.parametrize("name", FLOAT_OPS)

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 import torch_aclnn
+from torch_aclnn.testing import node_name
 
 
 
@@ -81,7 +82,7 @@ def test_routed(name, fn, op, exact):
         ya = fn(xa)
     yb = fn(xb)
     assert stats.routed == {name: 1} and not stats.passed
-    assert any(f"torch_aclnn::autograd::op::{op}>" in n for n in _graph_ops(ya)), _graph_ops(ya)
+    assert node_name(op) in _graph_ops(ya), _graph_ops(ya)
     assert not any("torch_aclnn" in n for n in _graph_ops(yb))
     g = torch.randn_like(ya)
     ya.backward(g)
@@ -101,7 +102,7 @@ def test_routed_max_unpool3d(batched):
         za = tnn.MaxUnpool3d(2, stride=2)(pa, idx, output_size=ya.shape[-3:])
     yb = F.max_unpool3d(pb, idx, 2)
     assert stats.routed == {"max_unpool3d": 2}
-    assert any("torch_aclnn::autograd::op::max_unpool3d>" in n for n in _graph_ops(ya))
+    assert node_name("max_unpool3d") in _graph_ops(ya)
     torch.testing.assert_close(ya, yb, rtol=0, atol=0)
     torch.testing.assert_close(za, yb, rtol=0, atol=0)
     ya.sum().backward()

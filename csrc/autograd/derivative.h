@@ -24,7 +24,6 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
-#include <torch/csrc/autograd/custom_function.h>
 
 #include <functional>
 #include <optional>
@@ -39,53 +38,8 @@ using Args = std::vector<c10::IValue>;
 // (arguments, incoming gradient, needs[i]: argument i's gradient is wanted)
 using Formula = std::function<std::vector<at::Tensor>(const Args&, const at::Tensor&, const std::vector<bool>&)>;
 
-struct Derivative;
-
-// One call being recorded (csrc/autograd.cpp's Autograd kernel): the
-// operator, the dispatch keys below Autograd, and the stack with its
-// arguments.
-struct Call {
-  const Derivative* derivative;
-  const c10::OperatorHandle* op;
-  c10::DispatchKeySet keyset;
-  torch::jit::Stack* stack;
-  size_t nargs;
-};
-
-// The C++ autograd node of operator Op (a tag type named after it, so that
-// grad_fn.name() names the operator). The bodies are shared: csrc/autograd.cpp.
-// Compiled autograd traces its backward into the graph it compiles
-// (is_traceable): the backward reads only what CppNode hands the tracer (the
-// saved variables and saved_data) and calls operators through the dispatcher.
-torch::autograd::variable_list node_forward(torch::autograd::AutogradContext* ctx, const Call& call);
-torch::autograd::variable_list node_backward(torch::autograd::AutogradContext* ctx,
-                                             torch::autograd::variable_list grads);
-
-template <typename Op>
-struct Backward : torch::autograd::Function<Backward<Op>> {
-  static constexpr bool is_traceable = true;
-  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const Call& call,
-                                                at::TensorList /*tensors*/) {
-    return node_forward(ctx, call);
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    return node_backward(ctx, std::move(grads));
-  }
-};
-
-// Runs the call and records it (tensors: the call's tensor arguments, in
-// schema order); returns the results.
-using Record = torch::autograd::variable_list (*)(const Call&, at::TensorList tensors);
-
-template <typename Op>
-torch::autograd::variable_list record(const Call& call, at::TensorList tensors) {
-  return Backward<Op>::apply(call, tensors);
-}
-
 struct Derivative {
   std::string name;         // "torch_aclnn::elu"
-  Record record;
   std::vector<Keep> keep;   // per schema argument (tensor arguments only matter)
   Formula grad;
   // Per schema result, for an operator with several: Keep::value where the
@@ -96,6 +50,8 @@ struct Derivative {
   std::optional<c10::OperatorHandle> handle;
   std::vector<bool> is_tensor;
   std::vector<bool> is_list;  // a (non-optional) list argument
+  // The recording node's name (grad_fn.name()): "torch_aclnn::EluBackward".
+  std::string node_name;
 };
 
 // The operator's derivative, or nullptr.
@@ -105,16 +61,11 @@ const Derivative* find_derivative(const std::string& qualname);
 // load time, by the TORCH_ACLNN_DERIVATIVE lines.
 bool add_derivative(Derivative derivative);
 
-namespace op {}  // the tag types
-
 // TORCH_ACLNN_DERIVATIVE(elu, {Keep::value, Keep::none, ...}, formula);
 // TORCH_ACLNN_DERIVATIVE(op_with_two_results, {...}, formula, {Keep::none, Keep::value});
-#define TORCH_ACLNN_DERIVATIVE(name, ...)                                                         \
-  namespace op {                                                                                 \
-  struct name {};                                                                                \
-  }                                                                                              \
-  static const bool torch_aclnn_derivative_##name = ::torch_aclnn::autograd::add_derivative(     \
-      {"torch_aclnn::" #name, &::torch_aclnn::autograd::record<op::name>, __VA_ARGS__})
+#define TORCH_ACLNN_DERIVATIVE(name, ...)                                                     \
+  static const bool torch_aclnn_derivative_##name =                                          \
+      ::torch_aclnn::autograd::add_derivative({"torch_aclnn::" #name, __VA_ARGS__})
 
 // ---------------------------------------------------------------------------
 // Helpers for the formulas.

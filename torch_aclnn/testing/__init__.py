@@ -4,8 +4,8 @@ contract-error inputs) on top of :mod:`torch_aclnn.testing.core`."""
 from __future__ import annotations
 
 from .core import (  # noqa: F401
-    FLOATING, LAYOUTS, TOLERANCES, ErrorInput, OpInfo, SampleInput, first, make_layout, make_tensor, results,
-    tolerance,
+    FLOATING, LAYOUTS, TOLERANCES, ErrorInput, OpInfo, SampleInput, first, make_layout, make_tensor, node_name,
+    results, tolerance,
 )
 
 from .._registry import import_families

@@ -63,6 +63,13 @@ def first(x) -> torch.Tensor:
     return results(x)[0]
 
 
+def node_name(op: str) -> str:
+    """``grad_fn.name()`` of a recorded call of torch_aclnn operator ``op``
+    ("max_pool3d_with_indices" or "max_pool3d_with_indices.default"):
+    "torch_aclnn::MaxPool3dWithIndicesBackward", named as aten names its nodes."""
+    return "torch_aclnn::" + "".join(p[:1].upper() + p[1:] for p in op.split(".")[0].split("_")) + "Backward"
+
+
 def make_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
     """The same values as ``t`` in the memory layout ``layout`` (see LAYOUTS).
     Layouts a rank cannot express fall back to contiguous."""
