@@ -36,10 +36,12 @@ __all__ = ["ROUTES", "call", "decide"]
 Decision = Union[str, torch.Tensor]
 
 _FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+_FLOATING_SET = frozenset(_FLOATING)
 _INTS = (int, torch.SymInt)
 _NUMBERS = (int, float, torch.SymInt, torch.SymFloat)
 _REDUCTIONS = ("none", "mean", "sum")
-_FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+_FLOAT_MAX = {dtype: float(torch.finfo(dtype).max) for dtype in _FLOATING}
+_FLOAT32_MAX = _FLOAT_MAX[torch.float32]
 _MAX_DIMS = 8  # elu and smooth_l1: at most 8 dims (the aclnn contract; torch has no limit)
 
 # operator -> the device types that have its torch_aclnn kernels; filled by
@@ -59,11 +61,20 @@ def _tensor(t, op: str):
     with ``op``'s kernels), else the reason."""
     if not isinstance(t, torch.Tensor):
         return f"argument of type {type(t).__name__}"
-    if t.device.type not in _DEVICES[op]:
-        return f"device {t.device.type!r}"
-    if t.dtype not in _FLOATING:
+    # (is_cpu and is_cuda first, they are cheaper; both are False for a fake
+    # tensor, whose own device is meta)
+    device = "cpu" if t.is_cpu else "cuda" if t.is_cuda else t.device.type
+    if device not in _DEVICES[op]:
+        return f"device {device!r}"
+    if t.dtype not in _FLOATING_SET:
         return f"dtype {t.dtype}"
     return None
+
+
+def _same_device(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """a.device == b.device (without making the device objects when both are
+    on the CPU)."""
+    return (a.is_cpu and b.is_cpu) or a.device == b.device
 
 
 def _number(x) -> bool:
@@ -77,11 +88,14 @@ def _size3(v, kinds) -> bool:
     return isinstance(v, kinds) and not isinstance(v, bool)
 
 
-def _fits_float32(x, dtype) -> bool:
-    """A scalar routed for tensors of ``dtype``: any value for float64, else
-    NaN or a finite value representable in float32. (The contract also takes
-    +-inf; such calls are left to torch.)"""
-    return dtype == torch.float64 or not abs(x) <= math.inf or abs(x) <= _FLOAT32_MAX
+def _fit_float32(*values) -> bool:
+    """Scalars routed for tensors other than float64: NaN or finite values
+    representable in float32. (The contract also takes +-inf; such calls are
+    left to torch.)"""
+    for x in values:
+        if abs(x) <= math.inf and not abs(x) <= _FLOAT32_MAX:
+            return False
+    return True
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -126,44 +140,50 @@ def _contract(fn: Callable, *args):
         raise
 
 
-_UNPLAIN = object()
-
-
-def _key_part(v):
-    """A hashable stand-in for an argument equal only to those of the same
+def _plan_key(shape, args):
+    """A hashable key equal only for the same sizes and the same argument
     values and types (None, bool, int, float, or a list / tuple of ints and
-    floats), else _UNPLAIN."""
-    t = type(v)
-    if v is None or t is int or t is float or t is bool:
-        return t, v
-    if t is list or t is tuple:
-        types = tuple(type(e) for e in v)
-        if all(e is int or e is float for e in types):
-            return types, tuple(v)
-    return _UNPLAIN
+    floats), else None (a symbolic size, another type)."""
+    for size in shape:
+        if type(size) is not int:  # (symbolic sizes outside dynamo)
+            return None
+    parts = [tuple(shape)]
+    for v in args:
+        t = type(v)
+        if v is None or t is int or t is float or t is bool:
+            parts.append((t, v))
+        elif t is list or t is tuple:
+            types = tuple(map(type, v))
+            for e in types:
+                if e is not int and e is not float:
+                    return None
+            parts.append((types, tuple(v)))
+        else:
+            return None
+    return tuple(parts)
 
 
-# (plan, input shape, arguments) -> the plan's result or reason; see _planned.
+# (plan, op, input shape, arguments) -> the plan's result or reason; see _planned.
 _PLANS: Dict[tuple, object] = {}
 _PLANS_MAX = 1024
 
 
 def _planned(plan: Callable, op: str, input, *args):
-    """``_contract(plan, op, input, *args)``: the arithmetic on sizes and
-    plain arguments that turns F's arguments into the operator's (its output
-    size, stride, ...), or the reason it cannot. It depends only on the
-    input's shape and those arguments, and a training step repeats the same
-    calls, so in eager mode the result is kept per distinct (shape,
-    arguments) when the arguments are all plain values (:func:`_key_part`;
-    at most ``_PLANS_MAX`` of them, then the cache starts over). Compiled code
-    plans at trace time. The results are shared: callers must not modify them."""
+    """``_contract(plan, op, input, *args)``: the part of a decision that
+    depends only on the input's shape and plain arguments (the arithmetic
+    that turns F's arguments into the operator's: its output size, stride,
+    ..., and the rules on them), giving the operator's arguments or the
+    reason to pass the call through. A training step repeats the same calls,
+    so in eager mode the result is kept per distinct (shape, arguments) when
+    the arguments are all plain values (:func:`_plan_key`; at most
+    ``_PLANS_MAX`` of them, then the cache starts over). Compiled code plans
+    at trace time. The results are shared: callers must not modify them."""
     if torch.compiler.is_compiling():
         return _contract(plan, op, input, *args)
-    shape = tuple(input.shape)
-    parts = tuple(_key_part(v) for v in args)
-    if _UNPLAIN in parts or not all(type(s) is int for s in shape):  # (symbolic sizes outside dynamo)
+    key = _plan_key(input.shape, args)
+    if key is None:
         return _contract(plan, op, input, *args)
-    key = (plan, op, shape) + parts
+    key = (plan, op, key)
     hit = _PLANS.get(key)
     if hit is None:
         hit = _contract(plan, op, input, *args)
@@ -176,17 +196,9 @@ def _planned(plan: Callable, op: str, input, *args):
 # ---------------------------------------------------------------------------
 # One decision per torch function, with its signature.
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False) -> Decision:
-    if mode == "nearest":
-        op = "upsample_nearest3d"
-    elif mode == "nearest-exact":
-        op = "upsample_nearest_exact3d"
-    else:
-        return f"mode={mode!r}"
-    why = _tensor(input, op)
-    if why:
-        return why
+def _interpolate_plan(op, input, size, scale_factor, recompute_scale_factor, align_corners, antialias):
+    """interpolate's rules on the input's shape and the plain arguments: the
+    operator's (output size, scales), or the reason."""
     if input.dim() != 5:
         return f"{input.dim()}-D input"
     if align_corners is not None or antialias:
@@ -200,7 +212,22 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     for s in input.shape[1:]:
         if not s > 0:  # (torch refuses an empty C, D, H or W; an empty N is fine)
             return "an empty C, D, H or W axis"
-    resolved = _planned(_up._resolve, op, input, size, scale_factor, recompute_scale_factor)
+    return _up._resolve(op, input, size, scale_factor, recompute_scale_factor)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False) -> Decision:
+    if mode == "nearest":
+        op = "upsample_nearest3d"
+    elif mode == "nearest-exact":
+        op = "upsample_nearest_exact3d"
+    else:
+        return f"mode={mode!r}"
+    why = _tensor(input, op)
+    if why:
+        return why
+    resolved = _planned(_interpolate_plan, op, input, size, scale_factor, recompute_scale_factor, align_corners,
+                        antialias)
     if isinstance(resolved, str):
         return resolved
     output_size, scales = resolved
@@ -215,9 +242,7 @@ def _elu_call(input, alpha, scale, input_scale, inplace) -> Decision:
         return why
     if input.dim() > _MAX_DIMS:
         return f"{input.dim()}-D input"
-    dtype = input.dtype
-    if dtype != torch.float64 and not (_fits_float32(alpha, dtype) and _fits_float32(scale, dtype)
-                                       and _fits_float32(input_scale, dtype)):
+    if input.dtype != torch.float64 and not _fit_float32(alpha, scale, input_scale):
         return f"alpha={alpha!r} beyond float32"
     if inplace and input.requires_grad and torch.is_grad_enabled():
         # torch's in-place rules on tensors autograd tracks (leaves, views of
@@ -269,7 +294,7 @@ def _loss_args(input, target, reduction, parameter):
             return "shapes and dtypes differ (torch promotes after broadcasting)"
     if reduction == "none" and not input.is_contiguous():
         return "reduction='none' on a non-contiguous input (torch's result keeps its layout)"
-    if not parameter <= torch.finfo(input.dtype).max:
+    if not parameter <= _FLOAT_MAX[input.dtype]:
         return f"beta/delta beyond {input.dtype}"
     return None
 
@@ -321,9 +346,29 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Decis
 def _ints(v) -> bool:
     """An int, or a list / tuple / torch.Size of ints, as F.max_unpool3d's
     own arithmetic takes them (numpy integers and tensors make torch raise)."""
+    if type(v) is int:
+        return True
     if isinstance(v, (list, tuple, torch.Size)):
-        return all(type(e) is int or isinstance(e, torch.SymInt) for e in v)
-    return type(v) is int or isinstance(v, torch.SymInt)
+        for e in v:
+            if type(e) is not int and not isinstance(e, torch.SymInt):
+                return False
+        return True
+    return isinstance(v, torch.SymInt)
+
+
+def _unpool_plan(op, input, kernel_size, stride, padding, output_size):
+    """max_unpool3d's rules on the input's shape and the plain arguments: the
+    operator's (output size, stride, padding), or the reason."""
+    for s in input.shape[1:]:
+        if not s > 0:
+            return "an empty axis other than N"
+    if not (_ints(kernel_size) and _ints(padding) and (stride is None or _ints(stride))
+            and (output_size is None or _ints(output_size))):
+        return "kernel_size, stride, padding or output_size not ints"
+    plan = _unpool.plan(op, input, kernel_size, stride, padding, output_size)
+    if math.prod(plan[0]) < math.prod(input.shape[-3:]):
+        return "output volume smaller than the input's D*H*W (overlapping pooling windows)"
+    return plan
 
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None) -> Decision:
@@ -332,25 +377,16 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
         return why
     if not isinstance(indices, torch.Tensor) or indices.dtype != torch.int64:
         return "indices are not an int64 tensor"
-    if indices.device != input.device:
+    if not _same_device(indices, input):
         return "indices on another device"
     if input.dim() not in (4, 5):
         return f"{input.dim()}-D input"
     if input.shape != indices.shape:
         return "input and indices shapes differ"
-    for s in input.shape[1:]:
-        if not s > 0:
-            return "an empty axis other than N"
-    if not all(_ints(v) for v in (kernel_size, padding) + (() if stride is None else (stride,))
-               + (() if output_size is None else (output_size,))):
-        return "kernel_size, stride, padding or output_size not ints"
-    plan = _planned(_unpool.plan, "max_unpool3d", input, kernel_size, stride, padding, output_size)
+    plan = _planned(_unpool_plan, "max_unpool3d", input, kernel_size, stride, padding, output_size)
     if isinstance(plan, str):
         return plan
-    size, stride, padding = plan
-    if math.prod(size) < math.prod(input.shape[-3:]):
-        return "output volume smaller than the input's D*H*W (overlapping pooling windows)"
-    out = torch.ops.torch_aclnn.max_unpool3d(input, indices, size, stride, padding)
+    out = torch.ops.torch_aclnn.max_unpool3d(input, indices, *plan)
     return out if out.is_contiguous() else out.contiguous()  # torch's result is contiguous in every layout
 
 
@@ -383,14 +419,21 @@ def _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, r
     if not return_indices and input.device.type == "cpu" and input.dtype in (torch.float16, torch.bfloat16) \
             and torch.is_autocast_enabled("cpu"):
         return "autocast on CPU (aten's max_pool3d without indices runs in float32 there)"
-    if not all(_ints(v) for v in (kernel_size, padding, dilation) + (() if stride is None else (stride,))):
-        return "kernel_size, stride, padding or dilation not ints"
-    if not isinstance(ceil_mode, bool) or not isinstance(return_indices, bool):
-        return "ceil_mode or return_indices not a bool"
-    window = _planned(_pool.plan, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode)
+    window = _planned(_pool_plan, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                      return_indices)
     if isinstance(window, str):
         return window
     return torch.ops.torch_aclnn.max_pool3d_with_indices(input, *window)
+
+
+def _pool_plan(op, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    """max_pool3d's rules on the plain arguments: the operator's window
+    arguments, or the reason."""
+    if not (_ints(kernel_size) and _ints(padding) and _ints(dilation) and (stride is None or _ints(stride))):
+        return "kernel_size, stride, padding or dilation not ints"
+    if not isinstance(ceil_mode, bool) or not isinstance(return_indices, bool):
+        return "ceil_mode or return_indices not a bool"
+    return _pool.plan(op, input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

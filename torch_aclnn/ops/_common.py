@@ -162,6 +162,8 @@ def int_arg(op: str, name: str, value: Any, *, minimum: Optional[int] = None, sh
     TypeError 161002 for any other type (float, str, None, ...); ValueError
     161002 when it does not fit in int64 or is below ``minimum``. ``shown``
     is the whole argument as given (for one element of a list)."""
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX and (minimum is None or value >= minimum):
+        return value  # (the common case, first)
     shown = value if shown is None else shown
     if isinstance(value, torch.SymInt):
         return value
@@ -210,6 +212,8 @@ def real_arg(op: str, name: str, value: Any, *, shown: Any = None) -> Any:
     """A real-number argument: int or float (numpy's too) or a symbolic one,
     not bool, complex or str. Returned as a float (symbolic: unchanged).
     ``shown`` is the whole argument when ``value`` is one of its elements."""
+    if type(value) is float:  # (the common case, first)
+        return value
     whole = value if shown is None else shown
     if isinstance(value, _SYMBOLIC):
         return value
