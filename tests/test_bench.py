@@ -180,3 +180,19 @@ def test_mode_cost_script_runs():
     rows = [line.split()[0] for line in out.stdout.splitlines() if "us/step" in line]
     assert rows == ["torch", "empty", "patch()", "convert()"], out.stdout
     assert "torch calls per step reach a mode" in out.stdout and "inside the empty mode" in out.stdout
+
+
+def test_entry_cost_script_runs():
+    """benchmarks/entry_cost.py (a 1-element call's entry, recording and backward) runs and reports both libraries."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "entry_cost.py"
+    if not script.exists():
+        pytest.skip("benchmarks/ is not beside the tests (an installed package)")
+    out = subprocess.run([sys.executable, str(script), "--rounds", "1"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    times = [line.split()[0] for line in out.stdout.splitlines() if line.strip().endswith(" us")]
+    assert times == (["torch.ops.torch_aclnn.elu", "torch.ops.aten.elu", "F.elu"] * 2 + ["torch_aclnn", "aten"]
+                     + ["elu:", "interpolate:", "smooth_l1_loss:", "max_unpool3d:"]), out.stdout
