@@ -262,6 +262,10 @@ variable_list apply_functional(const variable_list& grads, const std::vector<c10
   return backward(*d, packed[1].toList(), packed[2].toTensorVector(), needs, grads[0]);
 }
 
+// The pointer type of autograd nodes: std::shared_ptr<Node> or, in newer
+// torch, c10::intrusive_ptr<Node>.
+using NodeRef = decltype(torch::autograd::Edge::function);
+
 struct OpNode final : Node {
   explicit OpNode(const Derivative* derivative) : derivative(derivative) {}
 
@@ -272,8 +276,10 @@ struct OpNode final : Node {
   // which compiled autograd hashes into its cache key: these are constants of
   // the backward it traces.
   c10::IValue args;
-  // The Keep::value arguments, then the Keep::value results.
+  // The Keep::value arguments (the first kept_arguments), then the
+  // Keep::value results.
   std::vector<SavedVariable> kept;
+  size_t kept_arguments = 0;
 
   std::string name() const override {
     return derivative->node_name;
@@ -287,7 +293,7 @@ struct OpNode final : Node {
   void compiled_args(CompiledNodeArgs& a) const override {
     a.collect(derivative->name);
     a.collect(args);
-    a.collect(kept, /*is_output=*/true);
+    for (size_t i = 0; i < kept.size(); ++i) a.collect(kept[i], /*is_output=*/i >= kept_arguments);
   }
 
   variable_list apply_with_saved(const variable_list& grads, SwapSavedVariables& saved) override {
@@ -302,7 +308,9 @@ struct OpNode final : Node {
     const auto& py = torch::dynamo::autograd::getPyCompilerInterface();
     // A new binding per call, as for a torch::autograd::Function's node: the
     // schema can differ between cache misses.
-    const std::string fn = py->bind_function(saved.get_py_compiler(), name(), apply_functional, schema,
+    std::string binding = name();  // (a Python identifier: "torch_aclnn_EluBackward")
+    binding.replace(binding.find("::"), 2, "_");
+    const std::string fn = py->bind_function(saved.get_py_compiler(), binding, apply_functional, schema,
                                              /*is_custom_function=*/true, /*is_traceable=*/true);
     const c10::IValue output_metadata =
         torch::dynamo::autograd::IValuePacker<std::vector<std::optional<torch::autograd::InputMetadata>>>::pack(
@@ -317,14 +325,15 @@ struct OpNode final : Node {
  protected:
   variable_list apply(variable_list&& grads) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    TORCH_INTERNAL_ASSERT(grads.size() == 1);
+    TORCH_CHECK(grads.size() == 1, name(), " takes one gradient, got ", grads.size());
     return backward(*derivative, args.toList(), unpack(), needs_input_grad(), grads[0]);
   }
 
  private:
   variable_list unpack() {
     variable_list out;
-    for (const SavedVariable& v : kept) out.push_back(v.unpack(getptr()));
+    // (an argument is unpacked as aten's nodes unpack theirs, a result with this node as its grad_fn)
+    for (size_t i = 0; i < kept.size(); ++i) out.push_back(kept[i].unpack(i < kept_arguments ? NodeRef() : getptr()));
     return out;
   }
 
@@ -335,15 +344,12 @@ struct OpNode final : Node {
   }
 };
 
-// The pointer type of autograd nodes (std::shared_ptr<Node> or, in newer
-// torch, c10::intrusive_ptr<Node>), and a new node of type N.
-using NodeRef = decltype(torch::autograd::Edge::function);
-
 template <class N>
 void delete_node(N* node) {
   deleteNode(node);  // torch::autograd::deleteNode (argument-dependent lookup), where nodes are shared_ptrs
 }
 
+// A new node of type N.
 template <class N, class... A>
 NodeRef make_node(A&&... a) {
   if constexpr (std::is_same_v<NodeRef, std::shared_ptr<Node>>) {
@@ -379,6 +385,13 @@ void record(const Derivative& d, const c10::OperatorHandle& op, c10::DispatchKey
   }
   NodeRef node = make_node<OpNode>(&d);
   node->set_next_edges(torch::autograd::collect_next_edges(inputs));
+  // The arguments are saved before the kernel runs, as aten's kernels save
+  // theirs (a tensor that cannot be saved raises before any work).
+  auto* n = static_cast<OpNode*>(node.get());
+  n->args = std::move(args);
+  n->kept.reserve(kept.size() + d.results.size());
+  for (const at::Tensor& t : kept) n->kept.emplace_back(t, /*is_output=*/false);
+  n->kept_arguments = kept.size();
   {
     at::AutoDispatchBelowAutograd below;
     op.redispatchBoxed(keyset & c10::after_autograd_keyset, stack);
@@ -393,10 +406,6 @@ void record(const Derivative& d, const c10::OperatorHandle& op, c10::DispatchKey
   }
   at::Tensor result = (*stack)[first].toTensor();
   torch::autograd::create_gradient_edge(result, node);
-  auto* n = static_cast<OpNode*>(node.get());
-  n->args = std::move(args);
-  n->kept.reserve(kept.size() + d.results.size());
-  for (const at::Tensor& t : kept) n->kept.emplace_back(t, /*is_output=*/false);
   for (size_t r = 0; r < d.results.size(); ++r) {
     if (d.results[r] == Keep::value) n->kept.emplace_back((*stack)[first + r].toTensor(), /*is_output=*/true);
   }

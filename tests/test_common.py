@@ -253,27 +253,54 @@ def test_recorded_node_keeps_autograd_rules(device, name):
     assert all(g is None for g in got), got
 
     kept = [i for i, a in enumerate(s.args) if isinstance(a, torch.Tensor) and keep[i] == "value"]
-    if kept:
+    for k in kept:  # each kept argument, overwritten after the call
         args = [a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
                 for a in s.args]
         leaves = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
-        views = [a.view_as(a) if i in kept and a.requires_grad else a for i, a in enumerate(args)]
+        views = [a.view_as(a) if i == k and a.requires_grad else a for i, a in enumerate(args)]
         out = first(info.op(*views, **s.kwargs))
         with torch.no_grad():
-            views[kept[0]].add_(0)
+            views[k].add_(0)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             torch.autograd.grad(out.sum(), leaves)
+    schema = getattr(torch.ops.torch_aclnn, info.name.split(".")[0]).default._schema
+    if "value" in keep[len(schema.arguments):]:  # a kept result: the indices
+        out, indices = info.op(*s.args, **s.kwargs)
+        indices.add_(0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.grad(out.sum(), inputs)
+
+
+def test_inference_tensor_kept_for_backward_raises_before_the_kernel():
+    """A kept argument that cannot be saved (an inference tensor) raises torch's
+    error, as aten's max_unpool3d does, before the kernel runs: an invalid index
+    in it is not reported."""
+    pooled, idx = torch.nn.functional.max_pool3d(torch.randn(1, 1, 4, 4, 4), 2, return_indices=True)
+    with torch.inference_mode():
+        bad = idx.clone()
+        bad[0, 0, 0, 0, 0] = 10 ** 6
+    x = pooled.clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        torch.nn.functional.max_unpool3d(x, bad, 2)
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        torch.ops.torch_aclnn.max_unpool3d(x, bad, [4, 4, 4], [2, 2, 2], [0, 0, 0])
 
 
 def test_long_chain_of_recorded_calls_is_freed():
     """A graph of many recorded calls in a row (each node holds the previous
-    one) is freed without deep recursion, as aten's are."""
+    one) is freed when its last result goes, without deep recursion, as
+    aten's are."""
+    import weakref
+
     x = torch.randn(1, requires_grad=True)
     y = x
-    for _ in range(100_000):
+    for i in range(100_000):
         y = torch.ops.torch_aclnn.elu(y, 1.0, 1.0, 1.0)
+        if i == 10:
+            early = weakref.ref(y)  # held by the node of the next call, and so on up the chain
+    assert early() is not None
     del y
-    assert x.grad is None
+    assert early() is None
 
 
 @pytest.mark.parametrize("name", FLOAT_OPS)
