@@ -368,10 +368,13 @@ NodeRef make_node(A&&... a) {
 // (Derivative::is_tensor), not the call's.
 void record(const Derivative& d, const c10::OperatorHandle& op, c10::DispatchKeySet keyset,
             torch::jit::Stack* stack, size_t nargs) {
+  NodeRef node = make_node<OpNode>(&d);
+  auto* n = static_cast<OpNode*>(node.get());
   c10::impl::GenericList args(c10::AnyType::get());
   args.reserve(nargs);
   std::vector<at::Tensor> inputs;  // the tensor arguments
-  std::vector<at::Tensor> kept;
+  // The kept arguments are saved before the kernel runs, as aten's kernels
+  // save theirs (a tensor that cannot be saved raises before any work).
   for (size_t i = stack->size() - nargs, a = 0; a < nargs; ++i, ++a) {
     const c10::IValue& v = (*stack)[i];
     if (!d.is_tensor[a]) {
@@ -381,17 +384,11 @@ void record(const Derivative& d, const c10::OperatorHandle& op, c10::DispatchKey
     const Keep keep = d.keep[a];
     args.push_back(keep == Keep::like ? like_of(v.toTensor()) : c10::IValue());
     inputs.push_back(v.toTensor());
-    if (keep == Keep::value) kept.push_back(v.toTensor());
+    if (keep == Keep::value) n->kept.emplace_back(v.toTensor(), /*is_output=*/false);
   }
-  NodeRef node = make_node<OpNode>(&d);
-  node->set_next_edges(torch::autograd::collect_next_edges(inputs));
-  // The arguments are saved before the kernel runs, as aten's kernels save
-  // theirs (a tensor that cannot be saved raises before any work).
-  auto* n = static_cast<OpNode*>(node.get());
+  n->kept_arguments = n->kept.size();
   n->args = std::move(args);
-  n->kept.reserve(kept.size() + d.results.size());
-  for (const at::Tensor& t : kept) n->kept.emplace_back(t, /*is_output=*/false);
-  n->kept_arguments = kept.size();
+  node->set_next_edges(torch::autograd::collect_next_edges(inputs));
   {
     at::AutoDispatchBelowAutograd below;
     op.redispatchBoxed(keyset & c10::after_autograd_keyset, stack);

@@ -134,13 +134,18 @@ def _traffic_floor(reads: list, result):
 # ---------------------------------------------------------------------------
 # Measurement
 
+def _rotated(names: list, r: int) -> list:
+    """The timing order of round r: the names rotated by r."""
+    return names[r % len(names):] + names[:r % len(names)]
+
+
 def _interleaved(fns: dict, rounds: int, min_run_time: float, threads: int) -> dict:
     """{name: [median per round]}: each round runs every timer once, the order rotating."""
     timers = {k: Timer("fn()", globals={"fn": f}, num_threads=threads) for k, f in fns.items()}
     names = list(timers)
     out = {k: [] for k in names}
     for r in range(rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
+        order = _rotated(names, r)
         for k in order:
             out[k].append(timers[k].blocked_autorange(min_run_time=min_run_time).median)
     return out
@@ -163,7 +168,7 @@ def _fastest_blocks(fns: dict, rounds: int, threads: int, device: str) -> dict:
     torch.set_num_threads(threads)
     try:
         for r in range(rounds):
-            order = names[r % len(names):] + names[:r % len(names)]
+            order = _rotated(names, r)
             best = {k: float("inf") for k in names}
             for _ in range(_BLOCKS):
                 for k in order:
