@@ -23,6 +23,7 @@ import re
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch.utils import cpp_extension
 
 from torch_aclnn.testing import OPS
@@ -266,9 +267,10 @@ def test_max_unpool_samples(max_unpool, dtype):
         x, idx, out, *_ = s.args
         expected = torch.ops.torch_aclnn.max_unpool3d(*s.args)
         for wide in (False, True):
-            for walk in (-1, 0, 1):
-                got, flag = max_unpool.forward(x, idx, list(out), wide, walk)
-                assert flag == max_unpool.NONE and torch.equal(got, expected), f"{s.desc} wide={wide} walk={walk}"
+            for walk, cells in ((-1, True), (-1, False), (0, False), (1, False)):
+                got, flag, _ = max_unpool.forward(x, idx, list(out), wide, walk, cells)
+                assert flag == max_unpool.NONE and torch.equal(got, expected), \
+                    f"{s.desc} wide={wide} walk={walk} cells={cells}"
                 assert got.stride() == expected.stride(), s.desc
     for s in OPS["max_unpool3d_backward"].samples("cpu", dtype):
         g, x, idx, out, *_ = s.args
@@ -306,7 +308,7 @@ def test_max_unpool_out_of_range(max_unpool):
                 i = make_layout(idx, layout)
                 x = make_tensor(shape, torch.float32, layout=layout)
                 for wide in (False, True):
-                    got, flag = max_unpool.forward(x, i, out, wide, -1)
+                    got, flag, _ = max_unpool.forward(x, i, out, wide, -1, True)
                     assert flag == want, (shape, layout, flag, want)
                     # The valid elements scatter as the CPU kernel scatters them.
                     keep = torch.where(valid, x, torch.zeros_like(x))
@@ -323,6 +325,54 @@ def test_max_unpool_out_of_range(max_unpool):
                         ref = torch.ops.torch_aclnn.max_unpool3d_backward(g, x, make_layout(safe, layout), out,
                                                                           [1, 1, 1], [0, 0, 0])
                         assert torch.equal(gi, torch.where(valid, ref, torch.zeros_like(ref))), (shape, layout)
+
+
+def test_max_unpool_cells(max_unpool):
+    """The one-pass forward: where the output's D, H, W are multiples of the
+    input's, indices that each lie in their own cell (max pooling with
+    kernel_size == stride) are unpooled by the cell pass alone; one index
+    outside its cell, a repeated index or an out-of-range one makes the two
+    passes run, with the CPU kernel's result and flag either way."""
+    gen = torch.Generator().manual_seed(5)
+    cases = (((2, 3, 4, 6, 8), (2, 2, 2)), ((1, 4, 3, 6, 6), (1, 2, 3)), ((3, 4, 6, 2), (2, 1, 2)),
+             ((1, 2, 8, 4, 4), (4, 4, 4)))
+    for shape, k in cases:
+        src = torch.randn(shape, generator=gen)
+        pooled, idx = F.max_pool3d(src, k, stride=k, return_indices=True)
+        out = list(shape[-3:])
+        for layout in ("contiguous", "channels_last_3d", "permuted"):
+            if layout == "channels_last_3d" and len(shape) == 4:
+                continue
+            x = make_layout(pooled, layout)
+            moved = idx.clone().view(-1)
+            moved[-1] = 0  # the first cell's, never the last element's
+            repeated = idx.clone().view(-1)
+            repeated[-1] = repeated[0]
+            bad = idx.clone().view(-1)
+            bad[1] = -1
+            for indices, two_pass in ((idx, False), (moved.view(idx.shape), True),
+                                      (repeated.view(idx.shape), True), (bad.view(idx.shape), True)):
+                indices = make_layout(indices, layout)
+                valid = indices >= 0
+                safe = torch.where(valid, indices, torch.zeros_like(indices))
+                keep = torch.where(valid, x, torch.zeros_like(x))
+                want = torch.ops.torch_aclnn.max_unpool3d(keep, safe, out, list(k), [0, 0, 0])
+                for wide in (False, True):
+                    got, flag, ran = max_unpool.forward(x, indices, out, wide, -1, True)
+                    assert ran == two_pass, (shape, k, layout)
+                    assert flag == (max_unpool.NONE if bool(valid.all()) else 1), (shape, k, layout)
+                    if bool(valid.all()):
+                        assert torch.equal(got, want) and got.stride() == want.stride(), (shape, k, layout)
+                    else:  # everything the valid indices claim, as the CPU kernel scatters it
+                        mask = torch.ops.torch_aclnn.max_unpool3d(valid.to(x.dtype), safe, out, list(k),
+                                                                  [0, 0, 0]) != 0
+                        assert torch.equal(got[mask], want[mask]), (shape, k, layout)
+    # A cell of more than 64 elements: the two passes, whatever the indices.
+    src = torch.randn(1, 1, 5, 5, 5, generator=gen)
+    pooled, idx = F.max_pool3d(src, 5, return_indices=True)
+    got, flag, ran = max_unpool.forward(pooled, idx, [5, 5, 5], False, -1, True)
+    assert ran and flag == max_unpool.NONE
+    assert torch.equal(got, torch.ops.torch_aclnn.max_unpool3d(pooled, idx, [5, 5, 5], [5, 5, 5], [0, 0, 0]))
 
 
 # ---------------------------------------------------------------------------

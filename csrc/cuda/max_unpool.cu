@@ -15,6 +15,12 @@
 // threads run). Cost over a plain scatter: the winner buffer (4 bytes per
 // output element, 8 when a plane has 2^31 or more elements) written once by
 // a fill, once by the claims, read once by the fill pass.
+// Where the output's D, H, W are multiples of the input's (an unpooling
+// after kernel_size == stride pooling), one pass comes first: each input
+// element writes its own cell of the output, and the two passes run only if
+// an index lies outside its cell (max_unpool.cuh, cell_element). That pass
+// reads the input and the indices once and writes the output once, with no
+// zero-fill: less traffic than aten's zero-fill and scatter.
 //
 // Backward (gather), one thread per grad_input element in memory order.
 //
@@ -34,6 +40,7 @@
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <limits>
@@ -54,10 +61,33 @@ using kernels::Walk;
 // ---------------------------------------------------------------------------
 // Kernels
 
+// The two-pass forward's kernels run only if `miss` is null (no cell pass) or
+// set (the cell pass met an index outside its cell).
+__device__ inline bool skipped(const int32_t* miss) { return miss != nullptr && *miss == 0; }
+
+template <bool channels_last, typename T, typename index_t>
+__global__ void __launch_bounds__(kThreads)
+cell_kernel(index_t total, const T* __restrict__ x, Planes<index_t> sp, const int64_t* __restrict__ ix,
+            Planes<index_t> xp, T* __restrict__ out, Planes<index_t> op, Walk<index_t> walk,
+            kernels::Cells<index_t> cells, int32_t* miss) {
+  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
+    kernels::cell_element<channels_last>(p, x, sp, ix, xp, out, op, walk, cells, miss);
+  }
+}
+
+template <typename W, typename index_t>
+__global__ void __launch_bounds__(kThreads)
+unclaimed_kernel(index_t total, W* __restrict__ winner, const int32_t* miss) {
+  if (skipped(miss)) return;
+  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) { winner[p] = W(-1); }
+}
+
 template <bool channels_last, typename W, typename index_t>
 __global__ void __launch_bounds__(kThreads)
 claim_kernel(index_t total, const int64_t* __restrict__ ix, Planes<index_t> xp, W* __restrict__ winner,
-             Planes<index_t> op, Walk<index_t> walk, int64_t C, int64_t S, int64_t oS, int64_t* flag) {
+             Planes<index_t> op, Walk<index_t> walk, int64_t C, int64_t S, int64_t oS, int64_t* flag,
+             const int32_t* miss) {
+  if (skipped(miss)) return;
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
     kernels::claim_element<channels_last>(p, ix, xp, winner, op, walk, C, S, oS, flag);
   }
@@ -66,7 +96,8 @@ claim_kernel(index_t total, const int64_t* __restrict__ ix, Planes<index_t> xp, 
 template <bool channels_last, typename T, typename W, typename index_t>
 __global__ void __launch_bounds__(kThreads)
 fill_kernel(index_t total, const T* __restrict__ x, Planes<index_t> sp, const W* __restrict__ winner,
-            T* __restrict__ out, Walk<index_t> walk) {
+            T* __restrict__ out, Walk<index_t> walk, const int32_t* miss) {
+  if (skipped(miss)) return;
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
     kernels::fill_element<channels_last>(p, x, sp, winner, out, walk);
   }
@@ -115,7 +146,6 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const
   // Positions within a plane fit int32 unless a plane has 2^31 elements.
   const bool narrow = g.S <= std::numeric_limits<int32_t>::max();
   at::Tensor winner = at::empty(out.sizes(), out.options().dtype(narrow ? at::kInt : at::kLong).memory_format(fmt));
-  winner.fill_(-1);
   at::Tensor flag = cuda::flag::make(out, stream);
   cuda::with_index_type(cuda::fits_32bit({&self, &indices, &out}), [&](auto index_tag) {
     using index_t = decltype(index_tag);
@@ -124,13 +154,33 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const
     const auto sp = kernels::planes_of<index_t>(self);
     const index_t in_total = static_cast<index_t>(indices.numel());
     const index_t out_total = static_cast<index_t>(out.numel());
+    // The one-pass forward where the geometry has cells; `miss` tells the
+    // two passes whether to run.
+    kernels::Cells<index_t> cells;
+    at::Tensor miss;
+    if (kernels::cells_of(g, cells)) {
+      miss = at::zeros({1}, out.options().dtype(at::kInt));
+      dispatch_by_size(self.scalar_type(), [&](auto tag) {
+        using T = decltype(tag);
+        with_bool(out_cl, [&](auto cl) {
+          cell_kernel<decltype(cl)::value><<<cuda::blocks_for(in_total), kThreads, 0, stream>>>(
+              in_total, static_cast<const T*>(self.const_data_ptr()), sp, indices.const_data_ptr<int64_t>(), xp,
+              static_cast<T*>(out.mutable_data_ptr()), op, Walk<index_t>(g.S, g.C), cells,
+              miss.mutable_data_ptr<int32_t>());
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        });
+      });
+    }
+    const int32_t* mp = miss.defined() ? miss.const_data_ptr<int32_t>() : nullptr;
     const auto launch = [&](auto w_tag) {
       using W = decltype(w_tag);
       W* wp = winner.mutable_data_ptr<W>();
+      unclaimed_kernel<<<cuda::blocks_for(out_total), kThreads, 0, stream>>>(out_total, wp, mp);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
       with_bool(ix_cl, [&](auto cl) {
         claim_kernel<decltype(cl)::value><<<cuda::blocks_for(in_total), kThreads, 0, stream>>>(
             in_total, indices.const_data_ptr<int64_t>(), xp, wp, op, Walk<index_t>(g.S, g.C), g.C, g.S, g.oS,
-            flag.mutable_data_ptr<int64_t>());
+            flag.mutable_data_ptr<int64_t>(), mp);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });
       dispatch_by_size(self.scalar_type(), [&](auto tag) {
@@ -138,7 +188,7 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const
         with_bool(out_cl, [&](auto cl) {
           fill_kernel<decltype(cl)::value><<<cuda::blocks_for(out_total), kThreads, 0, stream>>>(
               out_total, static_cast<const T*>(self.const_data_ptr()), sp, static_cast<const W*>(wp),
-              static_cast<T*>(out.mutable_data_ptr()), Walk<index_t>(g.oS, g.C));
+              static_cast<T*>(out.mutable_data_ptr()), Walk<index_t>(g.oS, g.C), mp);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
       });

@@ -101,6 +101,75 @@ C10_HOST_DEVICE inline void fill_element(index_t p, const T* __restrict__ x, con
 }
 
 // ---------------------------------------------------------------------------
+// Forward in one pass, when every index lies in its own cell.
+//
+// When the output's D, H and W are whole multiples (fD, fH, fW) of the
+// input's, the output is tiled by cells of fD x fH x fW elements, one per
+// input element: input (d, h, w) owns output (d*fD + a, h*fH + b, w*fW + e).
+// Max pooling with kernel_size == stride on sizes the stride divides gives
+// indices that each point into their own cell. Then no two inputs target one
+// output, and one pass that writes every cell (the input's value at its
+// index, 0 elsewhere) is the whole result: exact, deterministic, with no
+// zero-fill and no winner buffer to fill and read. One thread per input
+// element, walked in the output's memory order, so neighbouring threads write
+// neighbouring output elements. An index outside its cell (or outside the
+// output) writes a cell of zeros and sets `miss`; the two passes above then
+// run and recompute every element (with the range check and its flag). They
+// are always launched, but return at once while `miss` is 0, so no host
+// synchronisation decides between the two.
+
+// The cell at most this many output elements (one thread writes them all).
+constexpr int64_t kMaxCell = 64;
+
+template <typename index_t>
+struct Cells {
+  Divider<index_t> H, W;       // the input's H and W: an input position i -> (d, h, w)
+  index_t fD, fH, fW, oH, oW;  // the cell's sides and the output's H and W
+};
+
+// The cells of g, if the output's D, H, W are multiples of the input's and a
+// cell holds at most kMaxCell elements.
+template <typename index_t>
+inline bool cells_of(const Geometry& g, Cells<index_t>& cells) {
+  if (g.D <= 0 || g.H <= 0 || g.W <= 0 || g.oD % g.D != 0 || g.oH % g.H != 0 || g.oW % g.W != 0) return false;
+  const int64_t fD = g.oD / g.D, fH = g.oH / g.H, fW = g.oW / g.W;
+  if (fD * fH * fW > kMaxCell) return false;
+  cells = {Divider<index_t>(static_cast<index_t>(g.H)), Divider<index_t>(static_cast<index_t>(g.W)),
+           static_cast<index_t>(fD), static_cast<index_t>(fH), static_cast<index_t>(fW),
+           static_cast<index_t>(g.oH), static_cast<index_t>(g.oW)};
+  return true;
+}
+
+// p: an input element in the output's walk order. `miss` may be set by
+// several threads at once, all to 1.
+template <bool channels_last, typename T, typename index_t>
+C10_HOST_DEVICE inline void cell_element(index_t p, const T* __restrict__ x, const Planes<index_t>& sp,
+                                         const int64_t* __restrict__ ix, const Planes<index_t>& xp,
+                                         T* __restrict__ out, const Planes<index_t>& op, const Walk<index_t>& walk,
+                                         const Cells<index_t>& cells, int32_t* miss) {
+  index_t n, c, i;
+  walk.template split<channels_last>(p, n, c, i);
+  const auto dh_w = cells.W.divmod(i);
+  const auto d_h = cells.H.divmod(dh_w.div);
+  const int64_t v = ix[n * xp.sN + c * xp.sC + i * xp.sK];
+  const T value = x[n * sp.sN + c * sp.sC + i * sp.sK];
+  T* o = out + (n * op.sN + c * op.sC);
+  const index_t first = (d_h.div * cells.fD * cells.oH + d_h.mod * cells.fH) * cells.oW + dh_w.mod * cells.fW;
+  bool hit = false;
+  for (index_t a = 0; a < cells.fD; ++a) {
+    for (index_t b = 0; b < cells.fH; ++b) {
+      const index_t row = first + (a * cells.oH + b) * cells.oW;
+      for (index_t e = 0; e < cells.fW; ++e) {
+        const bool here = static_cast<int64_t>(row + e) == v;
+        hit = hit || here;
+        o[(row + e) * op.sK] = here ? value : T(0);
+      }
+    }
+  }
+  if (!hit) *miss = 1;
+}
+
+// ---------------------------------------------------------------------------
 // Backward: a gather, one thread per grad_input element in memory order.
 // An out-of-range index is never read through: the element gets 0 and the
 // flag its logical position.

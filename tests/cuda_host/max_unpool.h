@@ -1,8 +1,9 @@
 // Runs the per-element code of the CUDA MaxUnpool3d kernels
 // (csrc/cuda/max_unpool.cuh) on the host, element after element, with the
 // launch set-up of csrc/cuda/max_unpool.cu (flattening, geometry, winner
-// buffer, flag). Returns the result and the flag (the smallest logical
-// position of an out-of-range index, or kNone).
+// buffer, flag). The forward returns the result, the flag (the smallest
+// logical position of an out-of-range index, or kNone) and whether the two
+// passes ran; the backward the result and the flag.
 // tests/test_cuda_host_emulation.py compares with the CPU kernels.
 // Included once, by tests/cuda_host/module.cpp.
 #pragma once
@@ -24,14 +25,16 @@ using torch_aclnn::cuda::with_bool;
 using torch_aclnn::cuda::with_index_type;
 
 // claim_walk: -1 as the kernel chooses (the indices' memory order), 0 (n, c, k), 1 (n, k, c).
-std::tuple<at::Tensor, int64_t> forward(const at::Tensor& self_, const at::Tensor& indices_,
-                                        std::vector<int64_t> output_size, bool wide, int64_t claim_walk) {
+// cells: the one-pass forward first where the geometry has cells, as the kernel does.
+std::tuple<at::Tensor, int64_t, bool> forward(const at::Tensor& self_, const at::Tensor& indices_,
+                                              std::vector<int64_t> output_size, bool wide, int64_t claim_walk,
+                                              bool cells) {
   const c10::MemoryFormat fmt = result_format(self_);
   std::vector<int64_t> shape(self_.sizes().begin(), self_.sizes().end() - 3);
   shape.insert(shape.end(), output_size.begin(), output_size.end());
   at::Tensor out = at::empty(shape, self_.options().memory_format(fmt));
   int64_t flag = kNone;
-  if (out.numel() == 0) return {out, flag};
+  if (out.numel() == 0) return {out, flag, false};
   const at::Tensor self = flattenable(self_, fmt);
   const at::Tensor indices = flattenable(indices_, fmt);
   const Geometry g = geometry(self, output_size);
@@ -40,12 +43,29 @@ std::tuple<at::Tensor, int64_t> forward(const at::Tensor& self_, const at::Tenso
   const bool ix_cl = claim_walk < 0 ? channels_fastest(indices, g) : claim_walk == 1;
   const bool narrow = g.S <= std::numeric_limits<int32_t>::max();
   at::Tensor winner = at::empty(out.sizes(), out.options().dtype(narrow ? at::kInt : at::kLong).memory_format(fmt));
-  winner.fill_(-1);
+  int32_t miss = 1;
   with_index_type(!wide, [&](auto index_tag) {
     using index_t = decltype(index_tag);
     const auto xp = planes_of<index_t>(indices);
     const auto op = planes_of<index_t>(out);
     const auto sp = planes_of<index_t>(self);
+    Cells<index_t> c;
+    if (cells && cells_of(g, c)) {
+      miss = 0;
+      dispatch_by_size(self.scalar_type(), [&](auto tag) {
+        using T = decltype(tag);
+        with_bool(out_cl, [&](auto cl) {
+          const Walk<index_t> walk(g.S, g.C);
+          for (int64_t p = 0; p < indices.numel(); ++p) {
+            cell_element<decltype(cl)::value>(static_cast<index_t>(p), static_cast<const T*>(self.const_data_ptr()),
+                                              sp, indices.const_data_ptr<int64_t>(), xp,
+                                              static_cast<T*>(out.mutable_data_ptr()), op, walk, c, &miss);
+          }
+        });
+      });
+    }
+    if (miss == 0) return;
+    winner.fill_(-1);
     const auto run = [&](auto w_tag) {
       using W = decltype(w_tag);
       W* wp = winner.mutable_data_ptr<W>();
@@ -74,7 +94,7 @@ std::tuple<at::Tensor, int64_t> forward(const at::Tensor& self_, const at::Tenso
       run(int64_t{});
     }
   });
-  return {out, flag};
+  return {out, flag, miss != 0};
 }
 
 std::tuple<at::Tensor, int64_t> backward(const at::Tensor& grad_output_, const at::Tensor& self,
