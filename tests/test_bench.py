@@ -122,16 +122,42 @@ def test_bad_selection(capsys):
 
 def test_cuda_targets_follow_the_cuda_issue():
     by = {(c.op, c.name, c.form, c.dtype): bench_cases.targets(c, "cuda") for c in bench_cases.all_cases()}
-    f32 = torch.float32
-    assert by[("upsample_nearest3d_backward", "scale 2 NCDHW", "functional", f32)] == (1.5, None, None)
-    assert by[("upsample_nearest3d_backward", "scale 1.5 NCDHW", "functional", f32)] == (1.0, None, None)
+    f32, bf16 = torch.float32, torch.bfloat16
+    assert by[("upsample_nearest3d_backward", "scale 2 NCDHW", "functional", f32)] == (1.5, 70.0, None)
+    assert by[("upsample_nearest_exact3d_backward", "scale 1.5 NCDHW", "out=", bf16)] == (1.0, 70.0, None)
+    assert by[("upsample_nearest3d_backward", "scale 0.5 NCDHW", "functional", f32)] == (1.0, 70.0, None)
+    assert by[("max_unpool3d_backward", "2x2x2 pooling", "functional", bf16)] == (1.0, 70.0, None)
     assert by[("elu_backward", "is_result=False", "out=", f32)] == (1.0, 80.0, None)
     assert by[("smooth_l1_loss_backward", "none", "functional", f32)] == (1.0, 80.0, None)
     assert by[("smooth_l1_loss_backward", "mean", "functional", f32)] == (1.0, None, None)
-    assert by[("elu", "alpha=1", "functional", f32)] == (None, None, None)
+    # every forward at least as fast as aten's
+    assert by[("max_unpool3d", "2x2x2 pooling", "functional", f32)] == (1.0, None, None)
+    assert by[("upsample_nearest3d", "scale 2 channels_last_3d", "functional", f32)] == (1.0, None, None)
+    assert by[("elu", "alpha=1", "functional", f32)] == (1.0, None, None)
+    # 1-element calls: the CPU's limits
+    assert by[("elu", "1 element, autograd on", "functional", f32)] == (None, None, 1.2)
+    assert by[("max_unpool3d_backward", "1 element", "functional", f32)] == (None, None, 1.5)
     # on CPU a case keeps its own targets
     c = next(c for c in bench_cases.all_cases() if c.op == "elu_backward")
     assert bench_cases.targets(c, "cpu") == (c.target_ratio, c.target_pct, c.target_overhead)
+
+
+def test_cuda_cases_move_past_the_l2(monkeypatch):
+    """At the "large" sizes (`bench --device cuda`), every throughput case
+    moves at least 128 MB, in bfloat16 too: past an H200's 60 MB L2. Built on
+    the meta device (shapes only); the exp floor's boolean mask needs data."""
+    monkeypatch.setattr(bench_cases, "_exp_floor", lambda x: ("exp", lambda: None))
+    cases = [c for c in bench_cases.all_cases() if c.kind == "throughput"]
+    assert {c.op for c in cases} == set(bench_cases.OPERATORS)
+    small = []
+    for c in cases:
+        with torch.device("meta"):
+            setup = c.build("large")
+            moved = sum(bench._nbytes(t) for t in setup.reads) + bench._nbytes(setup.ours())
+        if moved < bench_cases.LARGE_MIN_BYTES:
+            small.append((c.op, c.name, str(c.dtype), c.form, moved // 2**20))
+    assert not small, small
+    assert bench_cases.LARGE_MIN_BYTES >= 128 * 2**20
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message when no GPU is visible")

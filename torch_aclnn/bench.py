@@ -54,8 +54,11 @@ from .bench_cases import OPERATORS, Case
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
-# size level -> (rounds, blocked_autorange min_run_time per timer and round)
-MODES = {"full": (5, 0.2), "quick": (3, 0.01), "tiny": (1, 0.001)}
+# size level -> (rounds, blocked_autorange min_run_time per timer and round).
+# "large" (bench_cases: past a GPU's L2) is what --device cuda runs without --quick/--tiny.
+MODES = {"full": (5, 0.2), "large": (5, 0.2), "quick": (3, 0.01), "tiny": (1, 0.001)}
+# The levels the targets refer to.
+TARGET_SIZES = ("full", "large")
 
 
 def _short(dtype: torch.dtype) -> str:
@@ -428,7 +431,7 @@ def markdown(report: dict) -> str:
     if not cuda and m["load_start"] is not None and m["load_start"] > 0.5 * cpus:
         out.append(f"\n**Note:** the machine was busy (load average above {0.5 * cpus:g} on {cpus} CPUs at the start); "
                    "timings are noisy (multi-threaded kernels wait for preempted threads; `--threads 1` is steadier).")
-    if m["size"] != "full":
+    if m["size"] not in TARGET_SIZES:
         out.append(f"\n**Note:** {m['size']} run — smaller tensors than the suite's sizes; "
                    "not the numbers the targets refer to.")
     thr = [r for r in rows if r["kind"] == "throughput" and r["status"] == "ok"]
@@ -522,7 +525,7 @@ def write(report: dict, out_dir: Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     m = report["meta"]
     stem = (f"{m['host']}-{m['date']}" + ("-cuda" if m.get("device") == "cuda" else "")
-            + ("" if m["size"] == "full" else f"-{m['size']}"))
+            + ("" if m["size"] in TARGET_SIZES else f"-{m['size']}"))
     md = out_dir / f"{stem}.md"
     md.write_text(markdown(report))
     js = out_dir / f"{stem}.json"
@@ -537,7 +540,9 @@ def write(report: dict, out_dir: Path) -> dict:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="~8x smaller tensors and fewer repetitions (< 1 minute)")
+    size.add_argument("--quick", action="store_true",
+                      help="~8x smaller tensors and fewer repetitions (< 1 minute; with --device cuda: the in-cache "
+                           "sizes instead of the ones past the L2)")
     size.add_argument("--tiny", action="store_true",
                       help="smoke run: tiny tensors, one round (checks the harness; the numbers mean nothing)")
     p.add_argument("--op", action="append", metavar="NAME", choices=OPERATORS,
@@ -576,6 +581,8 @@ def main(args: argparse.Namespace) -> int:
     if device == "cuda" and not torch.cuda.is_available():
         print("--device cuda: torch sees no CUDA device", file=sys.stderr)
         return 2
+    if device == "cuda" and size == "full":
+        size = "large"
     missing = sorted({c.op for c in cases if _missing_kernel(c, device) and c.overload == "default"})
     for op in missing:
         print(f"note: skipping {op}: no {device.upper()} kernel for torch_aclnn::{op} in this build", file=sys.stderr)
