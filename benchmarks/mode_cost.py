@@ -33,6 +33,7 @@ from torch.overrides import TorchFunctionMode
 
 import torch_aclnn
 from torch_aclnn import bench_model
+from torch_aclnn.bench import _rotated
 
 
 class EmptyMode(TorchFunctionMode):
@@ -76,8 +77,8 @@ def main() -> None:
             step()
     times = {name: [] for name in steps}
     for r in range(a.rounds):
-        order = list(steps.items())
-        for name, step in order[r % len(order):] + order[:r % len(order)]:
+        for name in _rotated(list(steps), r):
+            step = steps[name]
             bench_model._sync(a.device)
             t0 = time.perf_counter()
             for _ in range(a.steps):

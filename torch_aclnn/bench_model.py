@@ -13,8 +13,9 @@ Modes, each on its own copy of the same initial weights and batch:
     torch, compile     torch.compile(model, fullgraph=True)
     patch(), compile   the same, compiled and run under torch_aclnn.patched()
 
-The modes alternate within each round (so drift in clock or load hits them
-alike); a round times ``steps`` steps of each; the figure is the median over
+The modes alternate within each round, their order rotating from round to
+round (so drift in clock or load, and the state one mode leaves to the next,
+hit them alike); a round times ``steps`` steps of each; the figure is the median over
 rounds of the mean step time, and the ratio is torch's time over the mode's
 (> 1: faster than torch). Then, under ``torch.use_deterministic_algorithms(True)``:
 whether torch alone can run a step, and whether two patched runs of a few
@@ -36,6 +37,8 @@ from typing import Callable, ContextManager, Optional
 
 import torch
 import torch.nn as tnn
+
+from .bench import _rotated
 
 __all__ = ["UNet3d", "run", "markdown", "main"]
 
@@ -83,7 +86,7 @@ SIZES = {
     ("cuda", "tiny"): [(1, 2, 8)],
 }
 # rounds, steps timed per mode and round, warm-up steps per mode (compilation happens there)
-SCHEDULE = {"full": (6, 5, 3), "quick": (3, 3, 2), "tiny": (1, 1, 1)}
+SCHEDULE = {"full": (10, 5, 3), "quick": (3, 3, 2), "tiny": (1, 1, 1)}
 MODES = ("torch", "patch()", "convert()", "torch, compile", "patch(), compile")
 
 
@@ -141,8 +144,9 @@ def _time_size(batch: int, channels: int, edge: int, device: str, size: str, bac
         for _ in range(warmup):
             step()
     times = {name: [] for name in steppers}
-    for _ in range(rounds):
-        for name, step in steppers.items():
+    for r in range(rounds):
+        for name in _rotated(list(steppers), r):
+            step = steppers[name]
             _sync(device)
             t0 = time.perf_counter()
             for _ in range(steps):

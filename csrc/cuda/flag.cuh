@@ -32,10 +32,12 @@ inline bool capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-// A device flag set to kNone on the current stream.
-inline at::Tensor make(const at::Tensor& like, cudaStream_t stream) {
-  at::Tensor flag = at::empty({1}, like.options().dtype(at::kLong));
-  C10_CUDA_CHECK(cudaMemsetAsync(flag.mutable_data_ptr<int64_t>(), kNoneByte, sizeof(int64_t), stream));
+// A device flag set to kNone on the current stream; `words` > 1 gives the
+// kernels more int64 words, set to kNone by the same memset (the check reads
+// the first).
+inline at::Tensor make(const at::Tensor& like, cudaStream_t stream, int64_t words = 1) {
+  at::Tensor flag = at::empty({words}, like.options().dtype(at::kLong));
+  C10_CUDA_CHECK(cudaMemsetAsync(flag.mutable_data_ptr<int64_t>(), kNoneByte, words * sizeof(int64_t), stream));
   return flag;
 }
 

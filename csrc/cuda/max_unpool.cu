@@ -40,7 +40,6 @@
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <limits>
@@ -63,13 +62,13 @@ using kernels::Walk;
 
 // The two-pass forward's kernels run only if `miss` is null (no cell pass) or
 // set (the cell pass met an index outside its cell).
-__device__ inline bool skipped(const int32_t* miss) { return miss != nullptr && *miss == 0; }
+__device__ inline bool skipped(const int64_t* miss) { return miss != nullptr && *miss == kNone; }
 
 template <bool channels_last, typename T, typename index_t>
 __global__ void __launch_bounds__(kThreads)
 cell_kernel(index_t total, const T* __restrict__ x, Planes<index_t> sp, const int64_t* __restrict__ ix,
             Planes<index_t> xp, T* __restrict__ out, Planes<index_t> op, Walk<index_t> walk,
-            kernels::Cells<index_t> cells, int32_t* miss) {
+            kernels::Cells<index_t> cells, int64_t* miss) {
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
     kernels::cell_element<channels_last>(p, x, sp, ix, xp, out, op, walk, cells, miss);
   }
@@ -77,7 +76,7 @@ cell_kernel(index_t total, const T* __restrict__ x, Planes<index_t> sp, const in
 
 template <typename W, typename index_t>
 __global__ void __launch_bounds__(kThreads)
-unclaimed_kernel(index_t total, W* __restrict__ winner, const int32_t* miss) {
+unclaimed_kernel(index_t total, W* __restrict__ winner, const int64_t* miss) {
   if (skipped(miss)) return;
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) { winner[p] = W(-1); }
 }
@@ -86,7 +85,7 @@ template <bool channels_last, typename W, typename index_t>
 __global__ void __launch_bounds__(kThreads)
 claim_kernel(index_t total, const int64_t* __restrict__ ix, Planes<index_t> xp, W* __restrict__ winner,
              Planes<index_t> op, Walk<index_t> walk, int64_t C, int64_t S, int64_t oS, int64_t* flag,
-             const int32_t* miss) {
+             const int64_t* miss) {
   if (skipped(miss)) return;
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
     kernels::claim_element<channels_last>(p, ix, xp, winner, op, walk, C, S, oS, flag);
@@ -96,7 +95,7 @@ claim_kernel(index_t total, const int64_t* __restrict__ ix, Planes<index_t> xp, 
 template <bool channels_last, typename T, typename W, typename index_t>
 __global__ void __launch_bounds__(kThreads)
 fill_kernel(index_t total, const T* __restrict__ x, Planes<index_t> sp, const W* __restrict__ winner,
-            T* __restrict__ out, Walk<index_t> walk, const int32_t* miss) {
+            T* __restrict__ out, Walk<index_t> walk, const int64_t* miss) {
   if (skipped(miss)) return;
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
     kernels::fill_element<channels_last>(p, x, sp, winner, out, walk);
@@ -146,7 +145,11 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const
   // Positions within a plane fit int32 unless a plane has 2^31 elements.
   const bool narrow = g.S <= std::numeric_limits<int32_t>::max();
   at::Tensor winner = at::empty(out.sizes(), out.options().dtype(narrow ? at::kInt : at::kLong).memory_format(fmt));
-  at::Tensor flag = cuda::flag::make(out, stream);
+  // The one-pass forward where the geometry has cells; its `miss` word (the
+  // flag's second) tells the two passes whether to run.
+  const bool one_pass = kernels::has_cells(g);
+  at::Tensor flag = cuda::flag::make(out, stream, one_pass ? 2 : 1);
+  int64_t* miss = one_pass ? flag.mutable_data_ptr<int64_t>() + 1 : nullptr;
   cuda::with_index_type(cuda::fits_32bit({&self, &indices, &out}), [&](auto index_tag) {
     using index_t = decltype(index_tag);
     const auto xp = kernels::planes_of<index_t>(indices);
@@ -154,24 +157,19 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const
     const auto sp = kernels::planes_of<index_t>(self);
     const index_t in_total = static_cast<index_t>(indices.numel());
     const index_t out_total = static_cast<index_t>(out.numel());
-    // The one-pass forward where the geometry has cells; `miss` tells the
-    // two passes whether to run.
-    kernels::Cells<index_t> cells;
-    at::Tensor miss;
-    if (kernels::cells_of(g, cells)) {
-      miss = at::zeros({1}, out.options().dtype(at::kInt));
+    if (one_pass) {
       dispatch_by_size(self.scalar_type(), [&](auto tag) {
         using T = decltype(tag);
         with_bool(out_cl, [&](auto cl) {
           cell_kernel<decltype(cl)::value><<<cuda::blocks_for(in_total), kThreads, 0, stream>>>(
               in_total, static_cast<const T*>(self.const_data_ptr()), sp, indices.const_data_ptr<int64_t>(), xp,
-              static_cast<T*>(out.mutable_data_ptr()), op, Walk<index_t>(g.S, g.C), cells,
-              miss.mutable_data_ptr<int32_t>());
+              static_cast<T*>(out.mutable_data_ptr()), op, Walk<index_t>(g.S, g.C), kernels::Cells<index_t>(g),
+              miss);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
       });
     }
-    const int32_t* mp = miss.defined() ? miss.const_data_ptr<int32_t>() : nullptr;
+    const int64_t* mp = miss;
     const auto launch = [&](auto w_tag) {
       using W = decltype(w_tag);
       W* wp = winner.mutable_data_ptr<W>();

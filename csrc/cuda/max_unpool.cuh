@@ -113,40 +113,41 @@ C10_HOST_DEVICE inline void fill_element(index_t p, const T* __restrict__ x, con
 // zero-fill and no winner buffer to fill and read. One thread per input
 // element, walked in the output's memory order, so neighbouring threads write
 // neighbouring output elements. An index outside its cell (or outside the
-// output) writes a cell of zeros and sets `miss`; the two passes above then
-// run and recompute every element (with the range check and its flag). They
-// are always launched, but return at once while `miss` is 0, so no host
-// synchronisation decides between the two.
+// output) writes a cell of zeros and sets `miss` (an int64 word beside the
+// index flag, kNone until then: one memset sets both); the two passes above
+// then run and recompute every element (with the range check and its flag).
+// They are always launched, but return at once while `miss` is kNone, so no
+// host synchronisation decides between the two.
 
 // The cell at most this many output elements (one thread writes them all).
 constexpr int64_t kMaxCell = 64;
+
+// Whether the output's D, H, W are multiples of the input's with a cell of
+// at most kMaxCell elements.
+inline bool has_cells(const Geometry& g) {
+  return g.D > 0 && g.H > 0 && g.W > 0 && g.oD % g.D == 0 && g.oH % g.H == 0 && g.oW % g.W == 0 &&
+         (g.oD / g.D) * (g.oH / g.H) * (g.oW / g.W) <= kMaxCell;
+}
 
 template <typename index_t>
 struct Cells {
   Divider<index_t> H, W;       // the input's H and W: an input position i -> (d, h, w)
   index_t fD, fH, fW, oH, oW;  // the cell's sides and the output's H and W
+
+  Cells() = default;
+  explicit Cells(const Geometry& g)  // (has_cells(g))
+      : H(static_cast<index_t>(g.H)), W(static_cast<index_t>(g.W)), fD(static_cast<index_t>(g.oD / g.D)),
+        fH(static_cast<index_t>(g.oH / g.H)), fW(static_cast<index_t>(g.oW / g.W)), oH(static_cast<index_t>(g.oH)),
+        oW(static_cast<index_t>(g.oW)) {}
 };
 
-// The cells of g, if the output's D, H, W are multiples of the input's and a
-// cell holds at most kMaxCell elements.
-template <typename index_t>
-inline bool cells_of(const Geometry& g, Cells<index_t>& cells) {
-  if (g.D <= 0 || g.H <= 0 || g.W <= 0 || g.oD % g.D != 0 || g.oH % g.H != 0 || g.oW % g.W != 0) return false;
-  const int64_t fD = g.oD / g.D, fH = g.oH / g.H, fW = g.oW / g.W;
-  if (fD * fH * fW > kMaxCell) return false;
-  cells = {Divider<index_t>(static_cast<index_t>(g.H)), Divider<index_t>(static_cast<index_t>(g.W)),
-           static_cast<index_t>(fD), static_cast<index_t>(fH), static_cast<index_t>(fW),
-           static_cast<index_t>(g.oH), static_cast<index_t>(g.oW)};
-  return true;
-}
-
 // p: an input element in the output's walk order. `miss` may be set by
-// several threads at once, all to 1.
+// several threads at once, all to 0.
 template <bool channels_last, typename T, typename index_t>
 C10_HOST_DEVICE inline void cell_element(index_t p, const T* __restrict__ x, const Planes<index_t>& sp,
                                          const int64_t* __restrict__ ix, const Planes<index_t>& xp,
                                          T* __restrict__ out, const Planes<index_t>& op, const Walk<index_t>& walk,
-                                         const Cells<index_t>& cells, int32_t* miss) {
+                                         const Cells<index_t>& cells, int64_t* miss) {
   index_t n, c, i;
   walk.template split<channels_last>(p, n, c, i);
   const auto dh_w = cells.W.divmod(i);
@@ -166,7 +167,7 @@ C10_HOST_DEVICE inline void cell_element(index_t p, const T* __restrict__ x, con
       }
     }
   }
-  if (!hit) *miss = 1;
+  if (!hit) *miss = 0;
 }
 
 // ---------------------------------------------------------------------------

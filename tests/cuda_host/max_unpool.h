@@ -43,15 +43,15 @@ std::tuple<at::Tensor, int64_t, bool> forward(const at::Tensor& self_, const at:
   const bool ix_cl = claim_walk < 0 ? channels_fastest(indices, g) : claim_walk == 1;
   const bool narrow = g.S <= std::numeric_limits<int32_t>::max();
   at::Tensor winner = at::empty(out.sizes(), out.options().dtype(narrow ? at::kInt : at::kLong).memory_format(fmt));
-  int32_t miss = 1;
+  const bool one_pass = cells && has_cells(g);
+  int64_t miss = one_pass ? kNone : 0;  // (0: run the two passes)
   with_index_type(!wide, [&](auto index_tag) {
     using index_t = decltype(index_tag);
     const auto xp = planes_of<index_t>(indices);
     const auto op = planes_of<index_t>(out);
     const auto sp = planes_of<index_t>(self);
-    Cells<index_t> c;
-    if (cells && cells_of(g, c)) {
-      miss = 0;
+    if (one_pass) {
+      const Cells<index_t> c(g);
       dispatch_by_size(self.scalar_type(), [&](auto tag) {
         using T = decltype(tag);
         with_bool(out_cl, [&](auto cl) {
@@ -64,7 +64,7 @@ std::tuple<at::Tensor, int64_t, bool> forward(const at::Tensor& self_, const at:
         });
       });
     }
-    if (miss == 0) return;
+    if (miss == kNone) return;
     winner.fill_(-1);
     const auto run = [&](auto w_tag) {
       using W = decltype(w_tag);
@@ -94,7 +94,7 @@ std::tuple<at::Tensor, int64_t, bool> forward(const at::Tensor& self_, const at:
       run(int64_t{});
     }
   });
-  return {out, flag, miss != 0};
+  return {out, flag, miss != kNone};
 }
 
 std::tuple<at::Tensor, int64_t> backward(const at::Tensor& grad_output_, const at::Tensor& self,
