@@ -273,9 +273,15 @@ def _smooth_l1_cases():
 # ---------------------------------------------------------------------------
 # max_unpool3d (docs/spec.md §5): a 2x2x2 max pooling's indices
 
-def _pooled(size, dtype):
+def _pooled(size, dtype, shift=0):
+    """A 2x2x2 max pooling of UNPOOL_INPUT: values, indices (each in its own
+    2x2x2 cell of the output; shifted by ``shift`` positions along the flat
+    plane, modulo its size: still unique, but half of them in a neighbouring
+    cell) and the output size."""
     x = _randn(UNPOOL_INPUT[size], dtype)
     pooled, indices = F.max_pool3d(x, 2, return_indices=True)
+    if shift:
+        indices = (indices + shift) % math.prod(UNPOOL_INPUT[size][2:])
     return pooled, indices, list(UNPOOL_INPUT[size][2:])
 
 
@@ -283,12 +289,14 @@ def _max_unpool_cases():
     cases = []
     stride, padding = [2, 2, 2], [0, 0, 0]
     for dtype in (torch.float32, torch.bfloat16):
-        def fwd(size, dtype=dtype):
-            pooled, idx, osz = _pooled(size, dtype)
-            return Setup(lambda: _ours.max_unpool3d(pooled, idx, osz, stride, padding),
-                         lambda: F.max_unpool3d(pooled, idx, 2, output_size=osz), [pooled, idx], exact=True)
-        cases.append(Case("max_unpool3d", "2x2x2 pooling", dtype, "functional", fwd,
-                          aten_name="F.max_unpool3d", target_ratio=1.0))
+        # CUDA: one pass over the cells; with the indices shifted, that pass and the two deterministic ones
+        for name, shift in (("2x2x2 pooling", 0), ("2x2x2 pooling, indices shifted by 1", 1)):
+            def fwd(size, dtype=dtype, shift=shift):
+                pooled, idx, osz = _pooled(size, dtype, shift)
+                return Setup(lambda: _ours.max_unpool3d(pooled, idx, osz, stride, padding),
+                             lambda: F.max_unpool3d(pooled, idx, 2, output_size=osz), [pooled, idx], exact=True)
+            cases.append(Case("max_unpool3d", name, dtype, "functional", fwd,
+                              aten_name="F.max_unpool3d", target_ratio=1.0))
         for out_form in (False, True):
             def bwd(size, dtype=dtype, out_form=out_form):
                 pooled, idx, osz = _pooled(size, dtype)
