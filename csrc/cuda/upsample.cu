@@ -26,7 +26,11 @@
 //     no inverse formula carrying its own float rounding (aten CUDA's
 //     ceil(i * out / in) window can disagree with its forward by one).
 // Computing the windows per element instead would cost six binary searches
-// per element; the tables cost one extra launch and cached loads.
+// per element; the tables cost one extra launch and cached loads. An axis
+// that is a uniform fold (integer upsampling by L, checked on the host
+// against the forward's mapping: uniform_fold) needs no table: its window is
+// [L*i, L*i + L). When every axis the kernel reads is one, the launch builds
+// no table (upsample.cuh, Windows): one kernel, no allocation.
 //
 // Integer upsampling along W (the W windows a uniform fold by L in {1, 2,
 // 4}, checked on the host against the forward's mapping) with an NCDHW result
@@ -104,20 +108,18 @@ __global__ void __launch_bounds__(kThreads) window_kernel(int64_t* __restrict__ 
 template <bool channels_last, typename scalar_t, typename index_t>
 __global__ void __launch_bounds__(kThreads)
 backward_kernel(const scalar_t* __restrict__ go, scalar_t* __restrict__ gi, index_t total,
-                Unravel5<index_t> unravel, Strides5<index_t> st, const int64_t* __restrict__ win, index_t iD,
-                index_t iH, index_t iW) {
+                Unravel5<index_t> unravel, Strides5<index_t> st, kernels::Windows<index_t> win) {
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
-    kernels::backward_element<channels_last>(p, go, gi, unravel, st, win, iD, iH, iW);
+    kernels::backward_element<channels_last>(p, go, gi, unravel, st, win);
   }
 }
 
 template <int L, typename scalar_t, typename index_t>
 __global__ void __launch_bounds__(kThreads)
 backward_packed_kernel(const scalar_t* __restrict__ go, scalar_t* __restrict__ gi, index_t total,
-                       Unravel5<index_t> unravel, Strides5<index_t> st, const int64_t* __restrict__ win, index_t iD,
-                       index_t iH, index_t fold_d, index_t fold_h) {
+                       Unravel5<index_t> unravel, Strides5<index_t> st, kernels::Windows<index_t> win) {
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, q, total) {
-    kernels::backward_pack<L>(q, go, gi, unravel, st, win, iD, iH, fold_d, fold_h);
+    kernels::backward_pack<L>(q, go, gi, unravel, st, win);
   }
 }
 
@@ -135,30 +137,27 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
                                                          "upsample_nearest3d_backward_cuda", [&] {
     return kernels::packed_fold<mode, scalar_t>(a, grad_output, grad_input, cl);
   });
-  // The D and H folds of the packed kernel (0: that axis's windows come from the table).
-  const int64_t fold_d = packed ? kernels::uniform_fold<mode>(a, 0) : 0;
-  const int64_t fold_h = packed ? kernels::uniform_fold<mode>(a, 1) : 0;
-  at::Tensor win;
-  if (!(fold_d && fold_h)) {
-    const int64_t entries = kernels::window_entries(a);
-    win = at::empty({2 * entries}, grad_input.options().dtype(at::kLong));
-    window_kernel<mode><<<cuda::blocks_for(entries), kThreads, 0, stream>>>(win.mutable_data_ptr<int64_t>(), a);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
-  const int64_t* table = win.defined() ? win.const_data_ptr<int64_t>() : nullptr;
-
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
                                   "upsample_nearest3d_backward_cuda", [&] {
     cuda::with_index_type(cuda::fits_32bit({&grad_output, &grad_input}), [&](auto index_tag) {
       using index_t = decltype(index_tag);
+      // Each axis's windows: its fold, or the table, built only if an axis the kernel reads needs it.
+      kernels::Windows<index_t> win = kernels::folds_of<mode, index_t>(a);
+      at::Tensor table;
+      if (kernels::needs_table(win, packed != 0)) {
+        const int64_t entries = kernels::window_entries(a);
+        table = at::empty({2 * entries}, grad_input.options().dtype(at::kLong));
+        window_kernel<mode><<<cuda::blocks_for(entries), kThreads, 0, stream>>>(table.mutable_data_ptr<int64_t>(), a);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        win.table = table.const_data_ptr<int64_t>();
+      }
       if (packed) {
         const int64_t packs = grad_input.numel() / kernels::kPack<scalar_t>;
         kernels::with_fold(packed, [&](auto fold) {
           backward_packed_kernel<decltype(fold)::value><<<cuda::blocks_for(packs), kThreads, 0, stream>>>(
               grad_output.const_data_ptr<scalar_t>(), grad_input.mutable_data_ptr<scalar_t>(),
               static_cast<index_t>(packs), kernels::pack_walk_of<scalar_t, index_t>(grad_input),
-              strides_of<index_t>(grad_output), table, static_cast<index_t>(a.in[0]),
-              static_cast<index_t>(a.in[1]), static_cast<index_t>(fold_d), static_cast<index_t>(fold_h));
+              strides_of<index_t>(grad_output), win);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
         return;
@@ -167,7 +166,7 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
       kernel<<<cuda::blocks_for(grad_input.numel()), kThreads, 0, stream>>>(
           grad_output.const_data_ptr<scalar_t>(), grad_input.mutable_data_ptr<scalar_t>(),
           static_cast<index_t>(grad_input.numel()), walk_of<index_t>(grad_input, cl), strides_of<index_t>(grad_output),
-          table, static_cast<index_t>(a.in[0]), static_cast<index_t>(a.in[1]), static_cast<index_t>(a.in[2]));
+          win);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });

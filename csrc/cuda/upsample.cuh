@@ -185,21 +185,62 @@ C10_HOST_DEVICE inline void window_entry(int64_t t, int64_t* __restrict__ win, c
   win[base + a.in[axis] + t] = first_at_least<mode>(a.s[axis], a.in[axis], a.out[axis], t + 1);
 }
 
+// Where the backward kernels take each axis's windows from: fold > 0, a
+// uniform fold by that L (integer upsampling: input index i owns the outputs
+// [L*i, L*i + L), checked on the host by uniform_fold), else the window
+// table (which the launch then builds). With every axis a fold, no table is
+// built at all: one launch, no allocation.
+template <typename index_t>
+struct Windows {
+  const int64_t* table;    // null when every axis the kernel reads is a fold
+  index_t in[3], fold[3];  // per axis (D, H, W): input length, fold or 0
+
+  // The window [lo, hi) of input index i of `axis`. The table's parts are
+  // [lo_D | hi_D | lo_H | hi_H | lo_W | hi_W], each as long as its axis.
+  C10_HOST_DEVICE inline void of(int axis, index_t i, index_t& lo, index_t& hi) const {
+    if (fold[axis] > 0) {
+      lo = i * fold[axis];
+      hi = lo + fold[axis];
+      return;
+    }
+    const int64_t* part = table;
+    for (int a = 0; a < axis; ++a) part += 2 * static_cast<int64_t>(in[a]);
+    lo = static_cast<index_t>(part[i]);
+    hi = static_cast<index_t>(part[i + in[axis]]);
+  }
+};
+
+// The folds of a backward launch (uniform_fold per axis), with no table yet.
+// The packed kernel reads D and H from them (its W fold is its L), the
+// one-element kernel all three; `needs_table` says whether one is missing.
+template <Mode mode, typename index_t>
+Windows<index_t> folds_of(const Axes& a) {
+  Windows<index_t> w{};
+  for (int axis = 0; axis < 3; ++axis) {
+    w.in[axis] = static_cast<index_t>(a.in[axis]);
+    w.fold[axis] = static_cast<index_t>(uniform_fold<mode>(a, axis));
+  }
+  return w;
+}
+
+template <typename index_t>
+inline bool needs_table(const Windows<index_t>& w, bool packed) {
+  return w.fold[0] == 0 || w.fold[1] == 0 || (!packed && w.fold[2] == 0);
+}
+
 // Backward: grad_input[p] = the sum of grad_output over the element's window,
 // in (d, h, w) order, from +0.0, in opmath, rounded once.
 template <bool channels_last, typename scalar_t, typename index_t>
 C10_HOST_DEVICE inline void backward_element(index_t p, const scalar_t* __restrict__ go, scalar_t* __restrict__ gi,
                                              const Unravel5<index_t>& unravel, const Strides5<index_t>& st,
-                                             const int64_t* __restrict__ win, index_t iD, index_t iH, index_t iW) {
+                                             const Windows<index_t>& win) {
   using acc_t = at::opmath_type<scalar_t>;
   index_t n, c, i, j, k;
   logical<channels_last>(unravel, p, n, c, i, j, k);
-  const int64_t* lo_h = win + 2 * iD;
-  const int64_t* lo_w = lo_h + 2 * iH;
-  // hi of an axis follows its lo part, as long as the axis: lo[i + in].
-  const auto d0 = static_cast<index_t>(win[i]), d1 = static_cast<index_t>(win[i + iD]);
-  const auto h0 = static_cast<index_t>(lo_h[j]), h1 = static_cast<index_t>(lo_h[j + iH]);
-  const auto w0 = static_cast<index_t>(lo_w[k]), w1 = static_cast<index_t>(lo_w[k + iW]);
+  index_t d0, d1, h0, h1, w0, w1;
+  win.of(0, i, d0, d1);
+  win.of(1, j, h0, h1);
+  win.of(2, k, w0, w1);
   const scalar_t* base = go + n * st.s[0] + c * st.s[1];
   acc_t acc = acc_t(0);
   for (index_t d = d0; d < d1; ++d) {
@@ -223,30 +264,18 @@ struct alignas(16) Pack {
 // (d, h, w) order from +0.0 in opmath and rounds once: the same additions in
 // the same order as backward_element, so the results are bitwise equal.
 //
-// The D and H windows come from the window table, or, when an axis is a
-// uniform fold too (fold_d / fold_h > 0: integer upsampling, the common
-// case), from the fold itself; with both, no table is built.
+// The D and H windows come from `win` (a fold or the table); W is the fold L.
 template <int L, typename scalar_t, typename index_t>
 C10_HOST_DEVICE inline void backward_pack(index_t q, const scalar_t* __restrict__ go, scalar_t* __restrict__ gi,
                                           const Unravel5<index_t>& unravel, const Strides5<index_t>& st,
-                                          const int64_t* __restrict__ win, index_t iD, index_t iH, index_t fold_d,
-                                          index_t fold_h) {
+                                          const Windows<index_t>& win) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int V = static_cast<int>(kPack<scalar_t>);
   index_t n, c, i, j, kv;
   logical<false>(unravel, q, n, c, i, j, kv);
   index_t d0, d1, h0, h1;
-  if (fold_d > 0) {
-    d0 = i * fold_d, d1 = d0 + fold_d;
-  } else {
-    d0 = static_cast<index_t>(win[i]), d1 = static_cast<index_t>(win[i + iD]);
-  }
-  if (fold_h > 0) {
-    h0 = j * fold_h, h1 = h0 + fold_h;
-  } else {
-    const int64_t* lo_h = win + 2 * iD;
-    h0 = static_cast<index_t>(lo_h[j]), h1 = static_cast<index_t>(lo_h[j + iH]);
-  }
+  win.of(0, i, d0, d1);
+  win.of(1, j, h0, h1);
   const scalar_t* base = go + n * st.s[0] + c * st.s[1] + kv * static_cast<index_t>(L * V);
   acc_t acc[V];
 #pragma unroll

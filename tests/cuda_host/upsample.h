@@ -104,16 +104,18 @@ at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_s
   if (gi.numel() == 0) return gi;
   TORCH_CHECK(wide || fits_32bit({&grad_output, &gi}));
   const Axes a = make_axes(input_size, output_size, scales);
-  const std::vector<int64_t> win = windows(a, exact);
   const int64_t packed = packed_for(grad_output, gi, a, exact, channels_last);
-  int64_t fold_d = 0, fold_h = 0;  // as the launch computes them
-  with_mode(exact, [&](auto m) {
-    fold_d = uniform_fold<decltype(m)::value>(a, 0);
-    fold_h = uniform_fold<decltype(m)::value>(a, 1);
-  });
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "backward", [&] {
     with_index_type(!wide, [&](auto index_tag) {
       using index_t = decltype(index_tag);
+      // The folds and, where the launch builds one, the table; where it does
+      // not, a table of zeros (empty windows), so that a kernel reading it
+      // anyway gives a wrong result rather than a crash.
+      Windows<index_t> win;
+      with_mode(exact, [&](auto m) { win = folds_of<decltype(m)::value, index_t>(a); });
+      const std::vector<int64_t> table =
+          needs_table(win, packed != 0) ? windows(a, exact) : std::vector<int64_t>(2 * window_entries(a), 0);
+      win.table = table.data();
       if (packed) {  // the packed kernel, as csrc/cuda/upsample.cu launches it
         const int64_t packs = gi.numel() / kPack<scalar_t>;
         const auto unravel = pack_walk_of<scalar_t, index_t>(gi);
@@ -121,9 +123,7 @@ at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_s
         with_fold(packed, [&](auto fold) {
           for (int64_t q = 0; q < packs; ++q) {
             backward_pack<decltype(fold)::value>(static_cast<index_t>(q), grad_output.const_data_ptr<scalar_t>(),
-                                                 gi.mutable_data_ptr<scalar_t>(), unravel, st, win.data(),
-                                                 static_cast<index_t>(a.in[0]), static_cast<index_t>(a.in[1]),
-                                                 static_cast<index_t>(fold_d), static_cast<index_t>(fold_h));
+                                                 gi.mutable_data_ptr<scalar_t>(), unravel, st, win);
           }
         });
         return;
@@ -133,9 +133,7 @@ at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_s
       with_bool(channels_last, [&](auto cl) {
         for (int64_t p = 0; p < gi.numel(); ++p) {
           backward_element<decltype(cl)::value>(static_cast<index_t>(p), grad_output.const_data_ptr<scalar_t>(),
-                                                gi.mutable_data_ptr<scalar_t>(), unravel, st, win.data(),
-                                                static_cast<index_t>(a.in[0]), static_cast<index_t>(a.in[1]),
-                                                static_cast<index_t>(a.in[2]));
+                                                gi.mutable_data_ptr<scalar_t>(), unravel, st, win);
         }
       });
     });
