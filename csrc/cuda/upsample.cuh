@@ -50,9 +50,9 @@ Unravel5<index_t> walk_of(const at::Tensor& t, bool channels_last) {
   return Unravel5<index_t>(sizes);
 }
 
-// The W axis as a uniform fold: L when every input index k owns exactly the
-// outputs [L*k, L*k + L) (out == L*in: integer upsampling by L along W), 0
-// otherwise. Checked against the forward's own mapping, dst by dst, so user
+// An axis as a uniform fold: L when every input index k owns exactly the
+// outputs [L*k, L*k + L) (out == L*in: integer upsampling by L along that
+// axis), 0 otherwise. Checked against the forward's own mapping, dst by dst, so user
 // scales that move a window are never taken for a fold.
 template <Mode mode>
 inline int64_t uniform_fold(const Axes& a, int axis) {
@@ -205,8 +205,13 @@ struct Windows {
     }
     const int64_t* part = table;
     for (int a = 0; a < axis; ++a) part += 2 * static_cast<int64_t>(in[a]);
+#if defined(__CUDA_ARCH__)
+    lo = static_cast<index_t>(__ldg(part + i));  // (read-only: the non-coherent cache path)
+    hi = static_cast<index_t>(__ldg(part + i + in[axis]));
+#else
     lo = static_cast<index_t>(part[i]);
     hi = static_cast<index_t>(part[i + in[axis]]);
+#endif
   }
 };
 
