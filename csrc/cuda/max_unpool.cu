@@ -169,16 +169,15 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const
         });
       });
     }
-    const int64_t* mp = miss;
     const auto launch = [&](auto w_tag) {
       using W = decltype(w_tag);
       W* wp = winner.mutable_data_ptr<W>();
-      unclaimed_kernel<<<cuda::blocks_for(out_total), kThreads, 0, stream>>>(out_total, wp, mp);
+      unclaimed_kernel<<<cuda::blocks_for(out_total), kThreads, 0, stream>>>(out_total, wp, miss);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       with_bool(ix_cl, [&](auto cl) {
         claim_kernel<decltype(cl)::value><<<cuda::blocks_for(in_total), kThreads, 0, stream>>>(
             in_total, indices.const_data_ptr<int64_t>(), xp, wp, op, Walk<index_t>(g.S, g.C), g.C, g.S, g.oS,
-            flag.mutable_data_ptr<int64_t>(), mp);
+            flag.mutable_data_ptr<int64_t>(), miss);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });
       dispatch_by_size(self.scalar_type(), [&](auto tag) {
@@ -186,7 +185,7 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const
         with_bool(out_cl, [&](auto cl) {
           fill_kernel<decltype(cl)::value><<<cuda::blocks_for(out_total), kThreads, 0, stream>>>(
               out_total, static_cast<const T*>(self.const_data_ptr()), sp, static_cast<const W*>(wp),
-              static_cast<T*>(out.mutable_data_ptr()), Walk<index_t>(g.oS, g.C), mp);
+              static_cast<T*>(out.mutable_data_ptr()), Walk<index_t>(g.oS, g.C), miss);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
       });
