@@ -10,6 +10,7 @@
 // spec) and the backend's kernel.
 #include "autograd.h"
 #include "common/deferred.h"
+#include "dropin.h"
 
 #include <Python.h>
 #include <pybind11/pybind11.h>
@@ -73,6 +74,13 @@ PyMODINIT_FUNC PyInit__C(void) {
       {"_check_index_errors", check_index_errors, METH_NOARGS,
        "_check_index_errors(): waits for the pending index checks, raises the first failed one"},
       {"_pending_index_checks", pending_index_checks, METH_NOARGS, "_pending_index_checks(): how many are pending"},
+      {"_aten_routes", torch_aclnn::dropin::routes, METH_NOARGS,
+       "_aten_routes(): (aten operator, torch_aclnn operator) per route of patch(level='dispatcher')"},
+      {"_route_aten", torch_aclnn::dropin::install, METH_VARARGS,
+       "_route_aten(keys): installs the routes, keys a sequence of (aten operator, 'CPU' or 'CUDA')"},
+      {"_unroute_aten", torch_aclnn::dropin::uninstall, METH_NOARGS, "_unroute_aten(): removes the routes"},
+      {"_aten_route_counts", torch_aclnn::dropin::counts, METH_NOARGS,
+       "_aten_route_counts(): per route, (calls routed, calls handed to aten)"},
       {nullptr, nullptr, 0, nullptr}};
   static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, methods};
   return PyModule_Create(&module_def);

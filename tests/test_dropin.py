@@ -125,7 +125,7 @@ def test_opinfo_samples_give_torchs_result(o, dtype, monkeypatch):
     monkeypatch.setattr(_dropin, "ROUTE_POOL_ON_CPU", True)  # (max_pool3d: the decision, on the CPU too)
     if dtype not in o.supported_dtypes("cpu"):
         pytest.skip(f"torch's {o.name} has no CPU {dtype} kernel")
-    routed = 0
+    routed = aten_routed = 0
     for i, s in enumerate(_samples(o, dtype)):
         where = f"{_opinfo_id(o)} {dtype} sample {i}: {s.summary() if hasattr(s, 'summary') else s}"
         want = _run(o.op, s)
@@ -133,6 +133,9 @@ def test_opinfo_samples_give_torchs_result(o, dtype, monkeypatch):
         with torch_aclnn.patched() as stats:
             _same(_run(o.op, s), want, "patched " + where, nan)
         routed += stats.total_routed()
+        with torch_aclnn.patched(level="dispatcher") as stats:
+            _same(_run(o.op, s), want, "patched(level='dispatcher') " + where, nan)
+        aten_routed += stats.total_routed()
         _same(_run(getattr(TF, o.name[len("nn.functional."):]), s), want, "torch_aclnn.nn.functional " + where, nan)
         made = _module(o, s)
         if made is not None:
@@ -154,6 +157,9 @@ def test_opinfo_samples_give_torchs_result(o, dtype, monkeypatch):
     if o.variant_test_name not in ("linear", "bilinear", "bicubic", "trilinear", "area") and not (
             o.name.endswith("huber_loss") and dtype in (torch.float16, torch.bfloat16)):
         assert routed > 0, f"no sample of {_opinfo_id(o)} was routed"
+    if o.variant_test_name not in ("linear", "bilinear", "bicubic", "trilinear", "area") and not (
+            o.name.endswith("huber_loss")):  # (aten::huber_loss is not routed)
+        assert aten_routed > 0, f"no sample of {_opinfo_id(o)} was routed at the dispatcher level"
 
 
 @pytest.mark.parametrize("o", [o for o in OPINFOS if o.error_inputs_func is not None], ids=_opinfo_id)
@@ -170,6 +176,10 @@ def test_opinfo_error_inputs_give_torchs_error(o):
         assert str(got.value) == str(want.value)
         with pytest.raises(e.error_type) as got:
             getattr(TF, o.name[len("nn.functional."):])(s.input, *s.args, **s.kwargs)
+        assert str(got.value) == str(want.value)
+        with torch_aclnn.patched(level="dispatcher"):
+            with pytest.raises(e.error_type) as got:
+                o.op(s.input, *s.args, **s.kwargs)
         assert str(got.value) == str(want.value)
 
 

@@ -420,3 +420,10 @@ def test_reasons_stay_bounded(monkeypatch):
     assert stats.reasons == {("interpolate", "mode='trilinear'"): 2, ("interpolate", "mode='bilinear'"): 1,
                              ("interpolate", "other reasons"): 2}
     assert stats.passed == {"interpolate": 5}
+
+
+@pytest.mark.skipif(hasattr(torch.library, "get_kernel"), reason="this torch has what level='dispatcher' needs")
+def test_dispatcher_level_needs_torch_2_9():
+    with pytest.raises(RuntimeError, match=r"needs torch >= 2\.9"):
+        torch_aclnn.patch(level="dispatcher")
+    assert not torch_aclnn.is_patched("dispatcher")

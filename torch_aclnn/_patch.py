@@ -33,12 +33,24 @@ microseconds), none under torch.compile; and modes are not active while
 autograd runs a backward, so the forward that ``torch.utils.checkpoint``
 recomputes there uses torch unless the patch is passed in as its context
 (``context_fn=lambda: (contextlib.nullcontext(), torch_aclnn.patched())``).
+
+``level="dispatcher"`` routes one level down instead, for steps bound by the
+host: it replaces aten's CPU and CUDA kernels of the aten operators those
+functions and their autograd formulas call (aten::elu, aten::elu_backward,
+aten::upsample_nearest3d, ...; csrc/dropin.cpp) with a C++ kernel that
+applies the same rule and calls aten's own kernel for calls outside the
+contract. Every other torch call pays nothing, and the routed ones no
+Python. That is process-wide (every thread), reaches only what runs
+through aten's kernels (inductor's own code for these operators does not),
+and leaves aten's autograd formulas in place.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
 import threading
-from typing import Dict, Iterator, Optional
+import warnings
+from typing import Dict, Iterator, List, Optional
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -47,10 +59,21 @@ from . import _dropin
 from ._torch_api import entered, exited, function_mode_stack
 
 __all__ = ["patch", "unpatch", "patched", "is_patched", "patch_stats", "reset_patch_stats", "PatchStats",
-           "ROUTED_FUNCTIONS"]
+           "ROUTED_FUNCTIONS", "ROUTED_OPERATORS", "LEVELS"]
 
 # The torch.nn.functional functions the patch can route.
 ROUTED_FUNCTIONS = tuple(name for name, _ in _dropin.ROUTES.values())
+
+
+def _C():
+    return importlib.import_module("torch_aclnn._C")
+
+
+# (aten operator, torch_aclnn operator) per route of patch(level="dispatcher") (csrc/dropin.cpp)
+_ROUTES = tuple(_C()._aten_routes())
+# The aten operators patch(level="dispatcher") can route, as PatchStats names them.
+ROUTED_OPERATORS = tuple(f"aten::{aten}" for aten, _ in _ROUTES)
+LEVELS = ("function", "dispatcher")
 
 _NAMES = ROUTED_FUNCTIONS
 _INDEX = {name: i for i, name in enumerate(_NAMES)}
@@ -59,7 +82,8 @@ _INDEX = {name: i for i, name in enumerate(_NAMES)}
 class PatchStats:
     """What the patch did, per torch.nn.functional function name
     ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
-    "max_pool3d_with_indices"):
+    "max_pool3d_with_indices") and, for ``level="dispatcher"``, per aten
+    operator ("aten::elu", "aten::upsample_nearest3d_backward", ...):
 
     * ``routed[name]``: calls computed by torch_aclnn;
     * ``passed[name]``: calls handed to torch unchanged;
@@ -71,7 +95,9 @@ class PatchStats:
     each time the compiled code runs: there the counter is a tensor that the
     compiled graph increments (so counting never causes a recompilation);
     eager calls count in plain Python ints. ``reasons`` records eager calls
-    only. Only names with a non-zero count appear."""
+    only. Only names with a non-zero count appear. The aten operators' counts
+    are of every thread's calls while the object counts them (the routes
+    count in C++, without reasons)."""
 
     MAX_REASONS = 256
 
@@ -80,6 +106,30 @@ class PatchStats:
         # the same, for compiled code (on the CPU whatever torch.device(...) context is active)
         self._compiled = torch.zeros(2, len(_NAMES), dtype=torch.int64, device="cpu")
         self.reasons: Dict[tuple, int] = {}
+        # the aten operators': [routed, passed] x route counted so far, the routes' own
+        # counts when this object started counting them (while it does), and how many users
+        # count into it
+        self._aten = [[0] * len(_ROUTES), [0] * len(_ROUTES)]
+        self._aten_base: Optional[tuple] = None
+        self._aten_users = 0
+
+    def _aten_start(self) -> None:
+        self._aten_users += 1
+        if self._aten_users == 1:
+            self._aten_base = _C()._aten_route_counts()
+
+    def _aten_stop(self) -> None:
+        self._aten_users -= 1
+        if self._aten_users == 0:
+            self._aten = self._aten_counts()
+            self._aten_base = None
+
+    def _aten_counts(self) -> list:
+        if self._aten_base is None:
+            return self._aten
+        now = _C()._aten_route_counts()
+        return [[self._aten[row][i] + now[i][row] - self._aten_base[i][row] for i in range(len(_ROUTES))]
+                for row in (0, 1)]
 
     def _add_reason(self, name: str, reason: str) -> None:
         key = (name, reason)
@@ -96,7 +146,8 @@ class PatchStats:
 
     def _count(self, row: int) -> Dict[str, int]:
         counts = [a + b for a, b in zip(self._eager[row], self._compiled[row].tolist())]
-        return {n: c for n, c in zip(_NAMES, counts) if c}
+        counts += self._aten_counts()[row]
+        return {n: c for n, c in zip(_NAMES + ROUTED_OPERATORS, counts) if c}
 
     @property
     def routed(self) -> Dict[str, int]:
@@ -114,6 +165,9 @@ class PatchStats:
             row[:] = [0] * len(row)
         self._compiled.zero_()
         self.reasons.clear()
+        self._aten = [[0] * len(_ROUTES), [0] * len(_ROUTES)]
+        if self._aten_base is not None:
+            self._aten_base = _C()._aten_route_counts()
 
     def as_dict(self) -> dict:
         return {"routed": self.routed, "passed": self.passed,
@@ -168,7 +222,65 @@ def _new_mode(stats: Optional[PatchStats]) -> _RoutingMode:
     return _RoutingMode(stats)
 
 
-def patch(count: bool = True) -> None:
+# ---------------------------------------------------------------------------
+# level="dispatcher": aten's kernels, replaced process-wide by csrc/dropin.cpp's.
+
+_aten_installed = False
+_aten_users: List[Optional[PatchStats]] = []  # one per patch(level="dispatcher") / patched(...) block: its counts
+_aten_patch: Optional[tuple] = None         # (its counts,) while patch(level="dispatcher") is a user
+
+
+def _aten_keys() -> list:
+    """(aten operator, dispatch key) of every route: the devices with the
+    torch_aclnn operator's kernels, CPU and CUDA (on the NPU, torch_npu's
+    aten kernels call aclnn already); max_pool3d as _dropin routes it (not
+    on the CPU)."""
+    keys = []
+    for aten, ours in _ROUTES:
+        devices = _dropin._DEVICES[ours] & {"cpu", "cuda"}
+        if aten.startswith("max_pool3d") and not _dropin.ROUTE_POOL_ON_CPU:
+            devices = devices - {"cpu"}
+        keys += [(aten, device.upper()) for device in sorted(devices)]
+    return keys
+
+
+def _aten_enter(stats: Optional[PatchStats]) -> None:
+    """Adds a user of the routes, counting into ``stats`` (installing them
+    for the first)."""
+    global _aten_installed
+    with _lock:
+        if not _aten_installed:
+            with warnings.catch_warnings():  # (torch warns that a kernel is overridden: that is the point)
+                warnings.filterwarnings("ignore", message=".*[Oo]verrid")
+                _C()._route_aten(_aten_keys())
+            _aten_installed = True
+        if stats is not None:
+            stats._aten_start()
+        _aten_users.append(stats)
+
+
+def _aten_exit(stats: Optional[PatchStats]) -> None:
+    """Removes a user (removing the routes after the last: aten's kernels
+    are back)."""
+    global _aten_installed
+    with _lock:
+        for i, user in enumerate(_aten_users):  # (by identity: PatchStats defines no ==)
+            if user is stats:
+                del _aten_users[i]
+                break
+        if stats is not None:
+            stats._aten_stop()
+        if not _aten_users and _aten_installed:
+            _C()._unroute_aten()
+            _aten_installed = False
+
+
+def _check_level(level: str) -> None:
+    if level not in LEVELS:
+        raise ValueError(f"[torch_aclnn] level must be one of {LEVELS}, got {level!r}")
+
+
+def patch(count: bool = True, level: str = "function") -> None:
     """Route F.interpolate (5-D, nearest / nearest-exact), F.elu, F.selu,
     F.celu, F.smooth_l1_loss, F.huber_loss, F.max_unpool3d and F.max_pool3d
     (with or without indices) — and so nn.Upsample, nn.ELU, nn.SELU, nn.CELU,
@@ -180,6 +292,10 @@ def patch(count: bool = True) -> None:
     ``count=False``: do not count calls in :func:`patch_stats` (inside
     compiled graphs, counting is a tiny CPU tensor update per call).
 
+    ``level="dispatcher"``: route the aten operators behind those functions
+    instead, in every thread, so that other torch calls pay nothing (see
+    docs/patch.md); undone by ``unpatch(level="dispatcher")``.
+
     Example::
 
         import torch_aclnn
@@ -187,6 +303,13 @@ def patch(count: bool = True) -> None:
         train(model)                      # unmodified code
         print(torch_aclnn.patch_stats())  # what was routed
     """
+    global _aten_patch
+    _check_level(level)
+    if level == "dispatcher":
+        if _aten_patch is None:
+            _aten_patch = (_STATS if count else None,)
+            _aten_enter(_aten_patch[0])
+        return
     tid = threading.get_ident()
     with _lock:
         if tid in _global:
@@ -196,11 +319,19 @@ def patch(count: bool = True) -> None:
         _global[tid] = mode
 
 
-def unpatch() -> None:
-    """Undo :func:`patch` in the calling thread (a no-op if it is not patched).
+def unpatch(level: str = "function") -> None:
+    """Undo :func:`patch` in the calling thread (a no-op if it is not patched);
+    ``level="dispatcher"``: undo ``patch(level="dispatcher")``, in every thread.
 
     Raises RuntimeError if a TorchFunctionMode entered after patch() is still
     active (leave that ``with`` block first)."""
+    global _aten_patch
+    _check_level(level)
+    if level == "dispatcher":
+        if _aten_patch is not None:
+            _aten_exit(_aten_patch[0])
+            _aten_patch = None
+        return
     tid = threading.get_ident()
     with _lock:
         mode = _global.get(tid)
@@ -215,19 +346,34 @@ def unpatch() -> None:
         del _global[tid]
 
 
-def is_patched() -> bool:
-    """Whether patch() is in effect in the calling thread, or a patched() block is active."""
+def is_patched(level: str = "function") -> bool:
+    """Whether patch() is in effect in the calling thread, or a patched() block
+    is active; ``level="dispatcher"``: whether the aten kernels are replaced."""
+    _check_level(level)
+    if level == "dispatcher":
+        return _aten_installed
     return any(isinstance(m, _RoutingMode) for m in function_mode_stack())
 
 
 @contextlib.contextmanager
-def patched(stats: Optional[PatchStats] = None) -> Iterator[PatchStats]:
+def patched(stats: Optional[PatchStats] = None, level: str = "function") -> Iterator[PatchStats]:
     """``with torch_aclnn.patched() as stats:`` — :func:`patch` for one block.
 
     Yields a fresh :class:`PatchStats` counting the calls of this block only
     (pass ``stats=`` to accumulate into your own); the process-wide counts of
-    :func:`patch_stats` are not touched. Nests with patch() and other modes."""
+    :func:`patch_stats` are not touched. Nests with patch() and other modes.
+    ``level="dispatcher"``: the aten kernels are replaced, in every thread,
+    until the last such block or ``patch(level="dispatcher")`` ends; the
+    counts are of every thread's calls meanwhile."""
+    _check_level(level)
     stats = PatchStats() if stats is None else stats
+    if level == "dispatcher":
+        _aten_enter(stats)
+        try:
+            yield stats
+        finally:
+            _aten_exit(stats)
+        return
     with _new_mode(stats):
         yield stats
 

@@ -1,0 +1,333 @@
+// patch(level="dispatcher"): the drop-in rule (docs/spec.md §8) one level
+// below torch.nn.functional, in C++, so that no torch call pays anything for
+// it but the routed ones, and those no Python.
+//
+// Each route replaces aten's CPU or CUDA kernel of one aten operator whose
+// schema torch_aclnn's operator of the same name mirrors (aten::elu,
+// aten::upsample_nearest3d_backward, ...): the aten operators that the
+// routed torch.nn.functional calls and aten's autograd formulas for them
+// reach. The replacement computes a call with torch_aclnn's kernel when the
+// call is inside the contract, else with aten's own kernel, fetched before
+// it is replaced:
+//   * what the contract accepts but aten computes otherwise is checked here
+//     first (each route's rule; torch_aclnn/_dropin.py makes the same
+//     decisions on torch.nn.functional's arguments);
+//   * the rest is the kernel's contract: a contract error (TypeError,
+//     ValueError, IndexError "[torch_aclnn ...") hands the call to aten, as
+//     _dropin.decide does, except an IndexError on CUDA (aten's kernel would
+//     stop the process) and a deferred index error of an earlier call.
+// aten's autograd formulas stay in place: they call the replaced kernels
+// below the Autograd key, and so torch_aclnn's kernels, for the backward too.
+#include "dropin.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/library.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cfloat>
+#include <cmath>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <string>
+
+// SafeKernelFunction (aten's kernel for a dispatch key, callable after it is
+// overridden) arrived in torch 2.9.
+#define TORCH_ACLNN_HAS_SAFE_KERNEL (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9))
+
+namespace torch_aclnn::dropin {
+namespace {
+
+using Args = c10::ArrayRef<c10::IValue>;  // a call's arguments, in aten's schema order
+
+bool floating(const c10::IValue& v) {
+  if (!v.isTensor()) return false;
+  const at::ScalarType t = v.toTensor().scalar_type();
+  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+}
+
+// Scalars of a call on a tensor other than float64: NaN or finite values
+// representable in float32 (the contract also takes +-inf; such calls stay
+// aten's, as _dropin._fit_float32 leaves them to torch).
+bool fit_float32(const at::Tensor& t, Args a, std::initializer_list<size_t> scalars) {
+  if (t.scalar_type() == at::kDouble) return true;
+  for (size_t i : scalars) {
+    if (!a[i].isScalar()) return false;
+    const c10::Scalar s = a[i].toScalar();
+    if (s.isComplex() || s.isBoolean()) return false;
+    const double v = s.toDouble();
+    if (std::isinf(v) || (!std::isnan(v) && std::fabs(v) > FLT_MAX)) return false;
+  }
+  return true;
+}
+
+double max_of(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return 65504.0;
+    case at::kBFloat16: return 3.3895313892515355e38;
+    case at::kFloat: return FLT_MAX;
+    default: return DBL_MAX;
+  }
+}
+
+// elu(self, alpha, scale, input_scale)
+bool elu_rule(Args a) { return floating(a[0]) && fit_float32(a[0].toTensor(), a, {1, 2, 3}); }
+
+// elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result)
+bool elu_backward_rule(Args a) {
+  return floating(a[0]) && floating(a[5]) && fit_float32(a[5].toTensor(), a, {1, 2, 3});
+}
+
+// upsample_nearest3d / _upsample_nearest_exact3d(self, output_size, scales_d, scales_h, scales_w):
+// aten refuses an empty C, D, H or W.
+bool upsample_rule(Args a) {
+  if (!floating(a[0])) return false;
+  const at::Tensor& x = a[0].toTensor();
+  if (x.dim() != 5) return false;
+  for (int64_t i = 1; i < 5; ++i) {
+    if (x.size(i) <= 0) return false;
+  }
+  return true;
+}
+
+// the backwards (grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+bool upsample_backward_rule(Args a) { return floating(a[0]); }
+
+// smooth_l1_loss's rules beyond its contract (_dropin._loss_args): aten
+// promotes after broadcasting, keeps a non-contiguous input's layout for
+// 'none', and rounds beta to the dtype.
+bool loss_rule(const c10::IValue& self, const c10::IValue& target, const c10::IValue& reduction,
+               const c10::IValue& beta) {
+  if (!floating(self) || !floating(target) || !reduction.isInt() || !beta.isDouble()) return false;
+  const at::Tensor& x = self.toTensor();
+  const at::Tensor& y = target.toTensor();
+  if (x.sizes() != y.sizes() && x.scalar_type() != y.scalar_type()) return false;
+  if (reduction.toInt() == 0 && !x.is_contiguous()) return false;
+  return beta.toDouble() <= max_of(x.scalar_type());
+}
+
+// smooth_l1_loss(self, target, reduction, beta)
+bool smooth_l1_rule(Args a) { return loss_rule(a[0], a[1], a[2], a[3]); }
+
+// smooth_l1_loss_backward(grad_output, self, target, reduction, beta)
+bool smooth_l1_backward_rule(Args a) {
+  return floating(a[0]) && loss_rule(a[1], a[2], a[3], a[4]) &&
+         a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
+}
+
+// max_unpool3d(self, indices, output_size, stride, padding)
+bool max_unpool_rule(Args a) { return floating(a[0]); }
+
+// A max_pool3d input as _dropin._max_pool3d_call routes it: 4-D or 5-D, no
+// empty axis but a 5-D input's N, and a 4-D input with its W fastest (aten's
+// CUDA kernel keeps another layout in its results).
+bool pool_input(const c10::IValue& self) {
+  if (!floating(self)) return false;
+  const at::Tensor& x = self.toTensor();
+  if (x.dim() != 4 && x.dim() != 5) return false;
+  for (int64_t i = x.dim() == 5 ? 1 : 0; i < x.dim(); ++i) {
+    if (x.size(i) <= 0) return false;
+  }
+  return !(x.dim() == 4 && !x.is_contiguous() &&
+           (x.is_contiguous(at::MemoryFormat::ChannelsLast) ||
+            x.unsqueeze(0).is_contiguous(at::MemoryFormat::ChannelsLast3d)));
+}
+
+// max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
+bool max_pool_rule(Args a) { return pool_input(a[0]); }
+
+// max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+bool max_pool_backward_rule(Args a) {
+  return floating(a[0]) && pool_input(a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
+}
+
+// aten's argument order -> torch_aclnn's: indices third.
+void max_pool_backward_order(torch::jit::Stack& s) { std::rotate(s.begin() + 2, s.begin() + 7, s.begin() + 8); }
+
+struct Route {
+  const char* aten;                                 // aten::<aten>
+  const char* ours;                                 // torch_aclnn::<ours>, the same schema
+  bool (*rule)(Args);                               // the call may go to torch_aclnn (then the contract decides)
+  void (*to_ours)(torch::jit::Stack&) = nullptr;    // reorders aten's arguments, where they differ
+  bool contiguous = false;                          // aten's result is contiguous in every layout
+  std::atomic<int64_t> routed{0};
+  std::atomic<int64_t> passed{0};
+};
+
+Route g_routes[] = {
+    {"elu", "elu", elu_rule},
+    {"elu_backward", "elu_backward", elu_backward_rule},
+    {"upsample_nearest3d", "upsample_nearest3d", upsample_rule},
+    {"upsample_nearest3d_backward", "upsample_nearest3d_backward", upsample_backward_rule},
+    {"_upsample_nearest_exact3d", "upsample_nearest_exact3d", upsample_rule},
+    {"_upsample_nearest_exact3d_backward", "upsample_nearest_exact3d_backward", upsample_backward_rule},
+    {"smooth_l1_loss", "smooth_l1_loss", smooth_l1_rule},
+    {"smooth_l1_loss_backward", "smooth_l1_loss_backward", smooth_l1_backward_rule},
+    {"max_unpool3d", "max_unpool3d", max_unpool_rule, nullptr, true},
+    {"max_pool3d_with_indices", "max_pool3d_with_indices", max_pool_rule},
+    {"max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward", max_pool_backward_rule,
+     max_pool_backward_order},
+};
+
+bool on_cuda(Args a) {
+  return std::any_of(a.begin(), a.end(), [](const c10::IValue& v) { return v.isTensor() && v.toTensor().is_cuda(); });
+}
+
+// Whether torch_aclnn's contract error `e` hands the call to aten's kernel.
+bool handed_to_aten(const c10::Error& e, Args a) {
+  const bool contract_type = dynamic_cast<const c10::TypeError*>(&e) != nullptr ||
+                             dynamic_cast<const c10::ValueError*>(&e) != nullptr ||
+                             dynamic_cast<const c10::IndexError*>(&e) != nullptr;
+  const std::string& message = e.what_without_backtrace();
+  if (!contract_type || message.rfind("[torch_aclnn", 0) != 0) return false;
+  if (message.substr(0, 40).find("] deferred: ") != std::string::npos) return false;  // (common/deferred.h: kTag)
+  return !(dynamic_cast<const c10::IndexError*>(&e) != nullptr && on_cuda(a));
+}
+
+#if TORCH_ACLNN_HAS_SAFE_KERNEL
+
+class RouteKernel final : public c10::OperatorKernel {
+ public:
+  RouteKernel(Route& route, c10::OperatorHandle ours, c10::DispatchKey key, c10::SafeKernelFunction aten)
+      : route_(route), ours_(std::move(ours)), key_(key), aten_(std::move(aten)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+    const size_t n = op.schema().arguments().size();
+    const Args args(stack->data() + stack->size() - n, n);
+    if (route_.rule(args)) {
+      torch::jit::Stack call(args.begin(), args.end());
+      if (route_.to_ours != nullptr) route_.to_ours(call);
+      if (ours(call, args)) {
+        torch::jit::drop(*stack, n);
+        if (route_.contiguous) call[0] = call[0].toTensor().contiguous();
+        for (c10::IValue& result : call) stack->push_back(std::move(result));
+        route_.routed.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+    }
+    route_.passed.fetch_add(1, std::memory_order_relaxed);
+    aten_.callBoxed(op, ks, stack);
+  }
+
+ private:
+  // torch_aclnn's kernel for this backend on `call` (its results replace the
+  // arguments); false if its contract hands the call to aten.
+  bool ours(torch::jit::Stack& call, Args args) {
+    try {
+      ours_.redispatchBoxed(c10::DispatchKeySet(key_), &call);
+      return true;
+    } catch (const c10::Error& e) {
+      if (!handed_to_aten(e, args)) throw;
+      return false;
+    }
+  }
+
+  Route& route_;
+  c10::OperatorHandle ours_;
+  c10::DispatchKey key_;
+  c10::SafeKernelFunction aten_;
+};
+
+#endif
+
+std::mutex g_mutex;
+std::unique_ptr<torch::Library> g_library;  // the installed routes
+
+Route& find_route(const std::string& aten) {
+  Route* found = nullptr;
+  for (Route& r : g_routes) {
+    if (aten == r.aten) found = &r;
+  }
+  TORCH_CHECK_VALUE(found != nullptr, "[torch_aclnn] no route for aten::", aten);
+  return *found;
+}
+
+}  // namespace
+
+PyObject* routes(PyObject* /*self*/, PyObject* /*args*/) {
+  PyObject* out = PyTuple_New(std::size(g_routes));
+  if (out == nullptr) return nullptr;
+  for (size_t i = 0; i < std::size(g_routes); ++i) {
+    PyObject* pair = Py_BuildValue("(ss)", g_routes[i].aten, g_routes[i].ours);
+    if (pair == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(out, i, pair);
+  }
+  return out;
+}
+
+PyObject* counts(PyObject* /*self*/, PyObject* /*args*/) {
+  PyObject* out = PyTuple_New(std::size(g_routes));
+  if (out == nullptr) return nullptr;
+  for (size_t i = 0; i < std::size(g_routes); ++i) {
+    PyObject* pair = Py_BuildValue("(LL)", static_cast<long long>(g_routes[i].routed.load()),
+                                   static_cast<long long>(g_routes[i].passed.load()));
+    if (pair == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(out, i, pair);
+  }
+  return out;
+}
+
+PyObject* install(PyObject* /*self*/, PyObject* args) {
+  HANDLE_TH_ERRORS
+  PyObject* keys = nullptr;
+  if (!PyArg_ParseTuple(args, "O", &keys)) return nullptr;
+  std::vector<std::pair<std::string, std::string>> wanted;
+  PyObject* seq = PySequence_Fast(keys, "_route_aten(keys): a sequence of (aten operator, dispatch key)");
+  if (seq == nullptr) return nullptr;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
+    const char* name = nullptr;
+    const char* key = nullptr;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ss", &name, &key)) {
+      Py_DECREF(seq);
+      return nullptr;
+    }
+    wanted.emplace_back(name, key);
+  }
+  Py_DECREF(seq);
+#if TORCH_ACLNN_HAS_SAFE_KERNEL
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_library.reset();
+  auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", std::nullopt, __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const auto& [name, key_name] : wanted) {
+    Route& route = find_route(name);
+    TORCH_CHECK_VALUE(key_name == "CPU" || key_name == "CUDA", "[torch_aclnn] routes are for CPU and CUDA, got ",
+                      key_name);
+    const c10::DispatchKey key = key_name == "CPU" ? c10::DispatchKey::CPU : c10::DispatchKey::CUDA;
+    const c10::OperatorHandle aten = dispatcher.findSchemaOrThrow(("aten::" + name).c_str(), "");
+    c10::OperatorHandle ours = dispatcher.findSchemaOrThrow((std::string("torch_aclnn::") + route.ours).c_str(), "");
+    library->impl(name.c_str(), torch::dispatch(key, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<RouteKernel>(
+                                                         route, std::move(ours), key,
+                                                         aten.getComputedKernelForDispatchKey(key)))));
+  }
+  g_library = std::move(library);
+#else
+  TORCH_CHECK(false, "[torch_aclnn] patch(level='dispatcher') needs torch >= 2.9 (to call aten's own kernel for "
+              "the calls it does not route); this is torch ", TORCH_VERSION, ". Use patch()");
+#endif
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* uninstall(PyObject* /*self*/, PyObject* /*args*/) {
+  HANDLE_TH_ERRORS
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_library.reset();
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+}  // namespace torch_aclnn::dropin

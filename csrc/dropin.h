@@ -1,0 +1,28 @@
+// patch(level="dispatcher"): aten's CPU and CUDA kernels of the aten
+// operators that torch_aclnn's operators mirror, replaced by kernels that
+// apply the drop-in rule (docs/spec.md §8) in C++ (see csrc/dropin.cpp).
+// torch_aclnn/_patch.py installs and removes them.
+#pragma once
+
+#include <Python.h>
+
+namespace torch_aclnn::dropin {
+
+// torch_aclnn._C._aten_routes(): a tuple of (aten operator, torch_aclnn
+// operator) names, one per route, in the order of _aten_route_counts().
+PyObject* routes(PyObject* self, PyObject* args);
+
+// torch_aclnn._C._route_aten(keys): installs the routes, keys being a
+// sequence of (aten operator, "CPU" or "CUDA"), replacing an earlier
+// installation. RuntimeError where this torch cannot call aten's own kernel
+// from the replacement (torch < 2.9).
+PyObject* install(PyObject* self, PyObject* args);
+
+// torch_aclnn._C._unroute_aten(): removes them (aten's kernels are back).
+PyObject* uninstall(PyObject* self, PyObject* args);
+
+// torch_aclnn._C._aten_route_counts(): per route, (calls routed, calls
+// handed to aten's kernel) since the library was loaded.
+PyObject* counts(PyObject* self, PyObject* args);
+
+}  // namespace torch_aclnn::dropin

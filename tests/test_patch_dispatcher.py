@@ -1,0 +1,304 @@
+"""torch_aclnn.patch(level="dispatcher") (csrc/dropin.cpp): aten's CPU (and
+CUDA) kernels of the mirrored aten operators replaced, process-wide. Every
+routed operator computes torch's result and gradients (float64 gradcheck and
+gradgradcheck through aten's own autograd formulas), on contiguous,
+non-contiguous and channels_last_3d inputs, and really ran torch_aclnn's
+kernel (the route's counts); calls outside the contract get torch's result or
+torch's own error; the life cycle (patch / unpatch / patched, threads); what
+it leaves alone; determinism; torch.compile. torch's OpInfo samples run under
+it in tests/test_dropin.py."""
+import threading
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_aclnn
+
+pytestmark = pytest.mark.skipif(not hasattr(torch.library, "get_kernel"),
+                                reason="patch(level='dispatcher') needs torch >= 2.9 (test_needs_torch_2_9)")
+
+LAYOUTS = ("contiguous", "non-contiguous", "channels_last_3d")
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    assert not torch_aclnn.is_patched("dispatcher")
+    yield
+    torch_aclnn.unpatch(level="dispatcher")
+    assert not torch_aclnn.is_patched("dispatcher")
+
+
+def _layout(t, layout):
+    if layout == "non-contiguous":
+        return t.transpose(-1, -2).contiguous().transpose(-1, -2)[..., ::1]  # (W not fastest)
+    if layout == "channels_last_3d":
+        return t.contiguous(memory_format=torch.channels_last_3d)
+    return t.contiguous()
+
+
+def _x(shape=(2, 3, 4, 4, 6), layout="contiguous", dtype=torch.float64):
+    g = torch.Generator().manual_seed(0)
+    return _layout(torch.randn(shape, dtype=dtype, generator=g), layout).requires_grad_()
+
+
+def _unpool(x):
+    p, i = F.max_pool3d(x.detach(), 2, return_indices=True)
+    return p.requires_grad_(), i
+
+
+# (name, function of one float64 5-D input, the aten operators it must route: forward, backward)
+CASES = [
+    ("elu", lambda x: F.elu(x, 0.7), {"aten::elu", "aten::elu_backward"}),
+    ("selu", F.selu, {"aten::elu", "aten::elu_backward"}),
+    ("celu", lambda x: F.celu(x, 1.5), {"aten::elu", "aten::elu_backward"}),
+    ("nearest", lambda x: F.interpolate(x, scale_factor=(2, 1.5, 0.5)),
+     {"aten::upsample_nearest3d", "aten::upsample_nearest3d_backward"}),
+    ("nearest-exact", lambda x: F.interpolate(x, size=(5, 3, 7), mode="nearest-exact"),
+     {"aten::_upsample_nearest_exact3d", "aten::_upsample_nearest_exact3d_backward"}),
+    ("smooth_l1 none", lambda x: F.smooth_l1_loss(x, torch.ones_like(x) * 0.3, reduction="none", beta=0.5),
+     {"aten::smooth_l1_loss", "aten::smooth_l1_loss_backward"}),
+    ("smooth_l1 mean", lambda x: F.smooth_l1_loss(x, torch.zeros_like(x), beta=0.5),
+     {"aten::smooth_l1_loss", "aten::smooth_l1_loss_backward"}),
+    ("smooth_l1 sum", lambda x: F.smooth_l1_loss(x, torch.zeros_like(x), reduction="sum"),
+     {"aten::smooth_l1_loss", "aten::smooth_l1_loss_backward"}),
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name,fn,ops", CASES, ids=[c[0] for c in CASES])
+def test_routed_result_and_gradients(name, fn, ops, layout):
+    if name == "smooth_l1 none" and layout != "contiguous":
+        pytest.skip("a non-contiguous 'none' stays aten's (tested below)")
+    x = _x(layout=layout)
+    want = fn(x)
+    (want_grad,) = torch.autograd.grad(want.sum(), x)
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        got = fn(x)
+        (grad,) = torch.autograd.grad(got.sum(), x)
+        assert torch.autograd.gradcheck(fn, (x,))
+        assert torch.autograd.gradgradcheck(fn, (x,))
+    assert set(stats.routed) == ops and not stats.passed, stats
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(grad, want_grad)
+    assert got.stride() == want.stride()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_routed_max_unpool3d(layout):
+    x = _x(layout=layout)
+    p, i = _unpool(x)
+    want = F.max_unpool3d(p, i, 2)
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        got = F.max_unpool3d(p, i, 2)
+        assert torch.autograd.gradcheck(lambda t: F.max_unpool3d(t, i, 2), (p,))
+        assert torch.autograd.gradgradcheck(lambda t: F.max_unpool3d(t, i, 2), (p,))
+    assert stats.routed.get("aten::max_unpool3d", 0) >= 1, stats
+    assert torch.equal(got, want) and got.is_contiguous()
+
+
+def test_max_pool3d_is_routed_only_where_patch_routes_it(monkeypatch):
+    x = _x()
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        F.max_pool3d(x, 2, return_indices=True)[0].sum().backward()
+    assert not any(k.startswith("aten::max_pool3d") for k in stats.routed)  # (not on the CPU: _dropin)
+    monkeypatch.setattr(torch_aclnn._dropin, "ROUTE_POOL_ON_CPU", True)
+    want, want_idx = F.max_pool3d(x, 3, 2, 1, return_indices=True)
+    (want_grad,) = torch.autograd.grad(want.sum(), x)
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        got, idx = F.max_pool3d(x, 3, 2, 1, return_indices=True)
+        (grad,) = torch.autograd.grad(got.sum(), x)
+    assert set(stats.routed) == {"aten::max_pool3d_with_indices", "aten::max_pool3d_with_indices_backward"}
+    assert torch.equal(got, want) and torch.equal(idx, want_idx) and torch.equal(grad, want_grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_lower_precisions(dtype):
+    x = _x(dtype=dtype)
+    for fn in (F.elu, lambda t: F.interpolate(t, scale_factor=2), lambda t: F.smooth_l1_loss(t, t * 0.5)):
+        want = fn(x)
+        with torch_aclnn.patched(level="dispatcher") as stats:
+            got = fn(x)
+        assert stats.total_routed() == 1
+        torch.testing.assert_close(got, want)
+
+
+# Calls outside the contract: torch's own kernel, and its result or error.
+PASSED = [
+    ("aten::elu", lambda: F.elu(torch.randn(3, dtype=torch.float32), alpha=float("inf"))),
+    ("aten::elu", lambda: F.elu(torch.randn(*[1] * 9))),                         # 9 dims
+    ("aten::upsample_nearest3d", lambda: F.interpolate(torch.randn(1, 0, 2, 2, 2), scale_factor=2)),
+    ("aten::smooth_l1_loss", lambda: F.smooth_l1_loss(_x().detach().transpose(1, 2), _x().detach().transpose(1, 2),
+                                                      reduction="none")),       # keeps the layout
+    ("aten::smooth_l1_loss", lambda: torch.ops.aten.smooth_l1_loss(torch.randn(4, dtype=torch.float64),
+                                                                   torch.randn(1), 2, 1.0)),  # broadcast, promoted
+    ("aten::max_unpool3d", lambda: torch.ops.aten.max_unpool3d(torch.ones(1, 1, 2, 2, 2), torch.zeros(
+        1, 1, 2, 2, 2, dtype=torch.int64), [1, 2, 2], [1, 1, 1], [0, 0, 0])),  # a smaller output (equal values: any winner)
+]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("op,fn", PASSED, ids=[f"{p[0]}{i}" for i, p in enumerate(PASSED)])
+def test_outside_the_contract_is_torchs(op, fn):
+    def outcome():
+        torch.manual_seed(0)  # (the same inputs both times)
+        try:
+            return fn()
+        except Exception as e:  # noqa: BLE001 - compared with torch's
+            return e
+    want = outcome()
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        got = outcome()
+    assert stats.passed.get(op, 0) >= 1 and op not in stats.routed, stats
+    if isinstance(want, Exception):
+        assert type(got) is type(want) and str(got) == str(want)
+    else:
+        torch.testing.assert_close(got, want, equal_nan=True)
+        assert got.stride() == want.stride()
+
+
+def test_bad_unpool_index_is_torchs_error():
+    p, i = _unpool(_x())
+    i = i.clone()
+    i.view(-1)[5] = 10 ** 6
+    with pytest.raises(RuntimeError) as want:
+        F.max_unpool3d(p, i, 2)
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        with pytest.raises(RuntimeError) as got:
+            F.max_unpool3d(p, i, 2)
+    assert str(got.value) == str(want.value) and stats.passed == {"aten::max_unpool3d": 1}
+
+
+def test_deterministic_where_aten_refuses():
+    p, i = _unpool(_x())
+    want = F.max_unpool3d(p, i, 2)
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        with pytest.raises(RuntimeError, match="max_unpooling3d_forward_out does not have a deterministic"):
+            F.max_unpool3d(p, i, 2)
+        with torch_aclnn.patched(level="dispatcher"):
+            got = F.max_unpool3d(p, i, 2)
+    finally:
+        torch.use_deterministic_algorithms(before)
+    assert torch.equal(got, want)
+
+
+def test_life_cycle_and_counts():
+    x = _x().detach()
+    torch_aclnn.reset_patch_stats()
+    torch_aclnn.patch(level="dispatcher")
+    torch_aclnn.patch(level="dispatcher")  # a no-op
+    assert torch_aclnn.is_patched("dispatcher") and not torch_aclnn.is_patched()
+    F.elu(x)
+    with torch_aclnn.patched(level="dispatcher") as block:  # nests, counts its own block
+        F.elu(x)
+        F.elu(x)
+    assert torch_aclnn.is_patched("dispatcher")
+    torch_aclnn.unpatch(level="dispatcher")
+    assert not torch_aclnn.is_patched("dispatcher")
+    F.elu(x)  # aten's again: counted nowhere
+    assert block.routed == {"aten::elu": 2}
+    assert torch_aclnn.patch_stats().routed == {"aten::elu": 3}
+    with pytest.raises(ValueError, match="level must be one of"):
+        torch_aclnn.patch(level="aten")
+
+
+def test_both_levels_at_once():
+    """The mode routes the F call to torch_aclnn's operator; what reaches aten (the F
+    calls it passes on) meets the routes."""
+    x = _x().detach()
+    with torch_aclnn.patched() as mode, torch_aclnn.patched(level="dispatcher") as aten:
+        F.elu(x)
+        F.interpolate(x, scale_factor=2, mode="nearest", recompute_scale_factor=True, antialias=False)
+        F.elu(x, inplace=True)  # routed by the mode; aten::elu_ is not replaced
+    assert mode.routed == {"elu": 2, "interpolate": 1} and not aten.routed
+
+
+def test_process_wide():
+    x = _x().detach()
+    seen = {}
+
+    def other():
+        seen["patched"] = torch_aclnn.is_patched("dispatcher")
+        F.elu(x)
+
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+    assert seen["patched"] and stats.routed == {"aten::elu": 1}
+
+
+def test_concurrent_blocks_in_threads():
+    x = _x().detach()
+    want = F.elu(x)
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(20):
+                with torch_aclnn.patched(level="dispatcher"):
+                    assert torch.equal(F.elu(x), want)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and not torch_aclnn.is_patched("dispatcher")
+
+
+@pytest.mark.parametrize("context", ["no_grad", "inference_mode"])
+def test_no_grad_and_inference_mode(context):
+    x = _x().detach()
+    want = F.elu(x)
+    with torch_aclnn.patched(level="dispatcher") as stats, getattr(torch, context)():
+        got = F.elu(x)
+    assert stats.routed == {"aten::elu": 1} and torch.equal(got, want)
+
+
+def test_compile_runs_what_aten_runs():
+    """Under torch.compile the graph holds aten's operators, some decomposed
+    (upsample_nearest3d, here); the aot_eager backend runs the rest through the
+    dispatcher, so through the routes."""
+    x = _x().detach()
+
+    def fn(t):
+        return F.smooth_l1_loss(F.interpolate(F.elu(t), scale_factor=2), torch.zeros(1, dtype=t.dtype).expand(
+            2, 3, 8, 8, 12))
+
+    want = fn(x)
+    compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        got = compiled(x)
+    assert {"aten::elu", "aten::smooth_l1_loss"} <= set(stats.routed)
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_routes_and_deterministic_pool_backward():
+    x = _x(dtype=torch.float32).detach().cuda().requires_grad_()
+    want, want_idx = F.max_pool3d(x, 2, return_indices=True)
+    (want_grad,) = torch.autograd.grad(want.sum(), x)
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        got, idx = F.max_pool3d(x, 2, return_indices=True)
+        (grad,) = torch.autograd.grad(got.sum(), x)
+        up = F.max_unpool3d(got, idx, 2)
+    assert {"aten::max_pool3d_with_indices", "aten::max_pool3d_with_indices_backward",
+            "aten::max_unpool3d"} <= set(stats.routed)
+    assert torch.equal(got, want) and torch.equal(idx, want_idx) and torch.equal(grad, want_grad)
+    assert torch.equal(up, F.max_unpool3d(want, want_idx, 2))
+
+
+def test_checkpoint_recompute_is_routed():
+    """The forward that checkpoint recomputes during backward meets the routes too
+    (no context_fn, unlike the mode)."""
+    from torch.utils.checkpoint import checkpoint
+
+    x = _x()
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        checkpoint(F.elu, x, use_reentrant=False).sum().backward()
+    assert stats.routed == {"aten::elu": 2, "aten::elu_backward": 1}
