@@ -5,13 +5,15 @@
 
 Times one training step of a torch_aclnn/bench_model.py U-Net (by default the
 smallest, batch 1, 2 channels, 8³ on the CPU: the kernels take microseconds,
-so the step time is the per-call cost on the host) four ways, alternating
+so the step time is the per-call cost on the host) five ways, alternating
 within each round:
 
     torch        the model as it is
     empty mode   inside a TorchFunctionMode whose __torch_function__ only
                  calls the function (the least any mode can do)
     patch()      inside torch_aclnn.patched()
+    patch(dispatcher)  inside torch_aclnn.patched(level="dispatcher"): aten's
+                 kernels replaced, no mode
     convert()    torch_aclnn.nn.convert() of the model, no mode
 
 and the cost of one tensor attribute read (``p.grad``) with and without the
@@ -67,22 +69,25 @@ def main() -> None:
     models = {"torch": (copy.deepcopy(base), contextlib.nullcontext),
               "empty mode": (copy.deepcopy(base), EmptyMode),
               "patch()": (copy.deepcopy(base), torch_aclnn.patched),
+              "patch(dispatcher)": (copy.deepcopy(base), lambda: torch_aclnn.patched(level="dispatcher")),
               "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), contextlib.nullcontext)}
-    steps = {name: bench_model._stepper(model, batch, False, "", context) for name, (model, context) in models.items()}
+    steps = {name: bench_model._stepper(model, batch, False, "") for name, (model, _) in models.items()}
     counter = CountingMode()
     with counter:
         bench_model._stepper(copy.deepcopy(base), batch, False, "")()
-    for step in steps.values():
-        for _ in range(a.steps):
-            step()
+    for name, step in steps.items():
+        with models[name][1]():
+            for _ in range(a.steps):
+                step()
     times = {name: [] for name in steps}
     for r in range(a.rounds):
         for name in _rotated(list(steps), r):
             step = steps[name]
             bench_model._sync(a.device)
             t0 = time.perf_counter()
-            for _ in range(a.steps):
-                step()
+            with models[name][1]():  # (around the block: entering some of them costs a little)
+                for _ in range(a.steps):
+                    step()
             bench_model._sync(a.device)
             times[name].append((time.perf_counter() - t0) / a.steps)
     ref = statistics.median(times["torch"])
@@ -90,7 +95,7 @@ def main() -> None:
           f"rounds of {a.steps} steps; {counter.calls} torch calls per step reach a mode")
     for name, ts in times.items():
         t = statistics.median(ts)
-        print(f"  {name:11s} {t * 1e6:8.0f} us/step   torch / this = {ref / t:.2f}x")
+        print(f"  {name:17s} {t * 1e6:8.0f} us/step   torch / this = {ref / t:.2f}x")
     p = torch.nn.Parameter(torch.ones(3))
     p.grad = torch.ones(3)
     plain = min(timeit.repeat(lambda: p.grad, number=100000, repeat=7)) / 100000

@@ -182,12 +182,18 @@ def test_model_tiny(tmp_path):
     assert rc == 0
     (js,) = tmp_path.glob("*-model-cpu-tiny.json")
     report = json.loads(js.read_text())
-    assert {r["mode"] for r in report["steps"]} == {"torch", "patch()", "convert()", "torch, compile",
-                                                    "patch(), compile"}
+    assert {r["mode"] for r in report["steps"]} == {"torch", "patch()", "patch(dispatcher)", "convert()",
+                                                    "torch, compile", "patch(), compile"}
     assert all(r["ms_per_step"] > 0 for r in report["steps"])
     det = report["determinism"]
-    assert det["torch"].startswith("raises: max_unpooling3d") and det["patch()"] == "bitwise equal"
-    assert set(det["routed_per_step"]) == {"interpolate", "elu", "selu", "celu", "smooth_l1_loss", "max_unpool3d"}
+    assert det["torch"].startswith("raises: max_unpooling3d")
+    assert det["patch()"] == "bitwise equal" and det["patch(dispatcher)"] == "bitwise equal"
+    assert set(det["routed_per_step"]["patch()"]) == {"interpolate", "elu", "selu", "celu", "smooth_l1_loss",
+                                                      "max_unpool3d"}
+    assert set(det["routed_per_step"]["patch(dispatcher)"]) == {
+        "aten::elu", "aten::elu_backward", "aten::upsample_nearest3d", "aten::upsample_nearest3d_backward",
+        "aten::_upsample_nearest_exact3d", "aten::_upsample_nearest_exact3d_backward", "aten::smooth_l1_loss",
+        "aten::smooth_l1_loss_backward", "aten::max_unpool3d"}
     assert (tmp_path / js.name.replace(".json", ".md")).read_text().startswith("# UNet3d training step")
 
 
@@ -204,7 +210,7 @@ def test_mode_cost_script_runs():
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [line.split()[0] for line in out.stdout.splitlines() if "us/step" in line]
-    assert rows == ["torch", "empty", "patch()", "convert()"], out.stdout
+    assert rows == ["torch", "empty", "patch()", "patch(dispatcher)", "convert()"], out.stdout
     assert "torch calls per step reach a mode" in out.stdout and "inside the empty mode" in out.stdout
 
 

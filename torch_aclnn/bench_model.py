@@ -9,6 +9,8 @@ Modes, each on its own copy of the same initial weights and batch:
 
     torch              plain torch.nn, eager
     patch()            the same model under torch_aclnn.patched()
+    patch(dispatcher)  under torch_aclnn.patched(level="dispatcher"): aten's kernels
+                       replaced, no TorchFunctionMode
     convert()          torch_aclnn.nn.convert() of the model (no TorchFunctionMode)
     torch, compile     torch.compile(model, fullgraph=True)
     patch(), compile   the same, compiled and run under torch_aclnn.patched()
@@ -87,7 +89,7 @@ SIZES = {
 }
 # rounds, steps timed per mode and round, warm-up steps per mode (compilation happens there)
 SCHEDULE = {"full": (10, 5, 3), "quick": (3, 3, 2), "tiny": (1, 1, 1)}
-MODES = ("torch", "patch()", "convert()", "torch, compile", "patch(), compile")
+MODES = ("torch", "patch()", "patch(dispatcher)", "convert()", "torch, compile", "patch(), compile")
 
 
 def _sync(device: str) -> None:
@@ -95,35 +97,43 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _stepper(model: tnn.Module, batch, compiled: bool, backend: str,
-             context: Callable[[], ContextManager] = contextlib.nullcontext) -> Callable[[], float]:
-    """A function running one training step of ``model`` inside ``context()``
-    (``torch_aclnn.patched`` for the patch() modes); returns its loss."""
+def _stepper(model: tnn.Module, batch, compiled: bool, backend: str) -> Callable[[], float]:
+    """A function running one training step of ``model``; returns its loss.
+    The caller runs it inside the mode's context (:func:`_models`)."""
     run = torch.compile(model, fullgraph=True, backend=backend) if compiled else model
     loss_fn = tnn.SmoothL1Loss(beta=0.1)
     optim = torch.optim.SGD(model.parameters(), lr=1e-4)
     noisy, clean = batch
 
     def step() -> float:
-        with context():
-            optim.zero_grad(set_to_none=True)
-            loss = loss_fn(run(noisy), clean)
-            loss.backward()
-            optim.step()
+        optim.zero_grad(set_to_none=True)
+        loss = loss_fn(run(noisy), clean)
+        loss.backward()
+        optim.step()
         return loss
 
     return step
 
 
-def _models(base: UNet3d) -> dict:
+def _contexts() -> dict:
+    """mode -> the context its steps run in (entered around each timed block of steps)."""
     import torch_aclnn
 
     plain, patched = contextlib.nullcontext, torch_aclnn.patched
-    return {"torch": (copy.deepcopy(base), False, plain),
-            "patch()": (copy.deepcopy(base), False, patched),
-            "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), False, plain),
-            "torch, compile": (copy.deepcopy(base), True, plain),
-            "patch(), compile": (copy.deepcopy(base), True, patched)}
+    return {"torch": plain, "patch()": patched, "patch(dispatcher)": lambda: patched(level="dispatcher"),
+            "convert()": plain, "torch, compile": plain, "patch(), compile": patched}
+
+
+def _models(base: UNet3d) -> dict:
+    """mode -> (its model, compiled?)"""
+    import torch_aclnn
+
+    return {"torch": (copy.deepcopy(base), False),
+            "patch()": (copy.deepcopy(base), False),
+            "patch(dispatcher)": (copy.deepcopy(base), False),
+            "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), False),
+            "torch, compile": (copy.deepcopy(base), True),
+            "patch(), compile": (copy.deepcopy(base), True)}
 
 
 def _batch(batch: int, edge: int, device: str):
@@ -138,19 +148,21 @@ def _time_size(batch: int, channels: int, edge: int, device: str, size: str, bac
     torch.manual_seed(0)
     base = UNet3d(tnn, channels).to(device)
     data = _batch(batch, edge, device)
-    steppers = {name: _stepper(m, data, compiled, backend, context) for name, (m, compiled, context) in
-                _models(base).items()}
-    for step in steppers.values():
-        for _ in range(warmup):
-            step()
+    steppers = {name: _stepper(m, data, compiled, backend) for name, (m, compiled) in _models(base).items()}
+    contexts = _contexts()
+    for name, step in steppers.items():
+        with contexts[name]():
+            for _ in range(warmup):
+                step()
     times = {name: [] for name in steppers}
     for r in range(rounds):
         for name in _rotated(list(steppers), r):
             step = steppers[name]
             _sync(device)
             t0 = time.perf_counter()
-            for _ in range(steps):
-                step()
+            with contexts[name]():
+                for _ in range(steps):
+                    step()
             _sync(device)
             times[name].append((time.perf_counter() - t0) / steps)
     torch_ms = statistics.median(times["torch"]) * 1e3
@@ -167,34 +179,43 @@ def _determinism(batch: int, channels: int, edge: int, device: str, steps: int =
     and do two patched runs end bitwise equal?"""
     import torch_aclnn
 
-    def train(patch: bool):
+    contexts = _contexts()
+
+    def train(mode: str):
         torch.manual_seed(1)
         model = UNet3d(tnn, channels).to(device)
-        step = _stepper(model, _batch(batch, edge, device), False, "",
-                        torch_aclnn.patched if patch else contextlib.nullcontext)
-        for _ in range(steps):
-            step()
+        step = _stepper(model, _batch(batch, edge, device), False, "")
+        with contexts[mode]():
+            for _ in range(steps):
+                step()
         return [p.detach().clone() for p in model.parameters()]
+
+    def twice(mode: str) -> str:
+        try:
+            a, b = train(mode), train(mode)
+            return "bitwise equal" if all(torch.equal(x, y) for x, y in zip(a, b)) else "DIFFERENT"
+        except RuntimeError as e:
+            return "raises: " + str(e).splitlines()[0][:200]
 
     before = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:
         try:
-            train(False)
+            train("torch")
             torch_alone = "runs"
         except RuntimeError as e:
             torch_alone = "raises: " + str(e).splitlines()[0][:200]
-        try:
-            a, b = train(True), train(True)
-            patched = "bitwise equal" if all(torch.equal(x, y) for x, y in zip(a, b)) else "DIFFERENT"
-        except RuntimeError as e:
-            patched = "raises: " + str(e).splitlines()[0][:200]
+        patched = {mode: twice(mode) for mode in ("patch()", "patch(dispatcher)")}
     finally:
         torch.use_deterministic_algorithms(before)
-    with torch_aclnn.patched() as stats:
-        _stepper(UNet3d(tnn, channels).to(device), _batch(batch, edge, device), False, "")()
+    routed = {}
+    for mode in ("patch()", "patch(dispatcher)"):
+        step = _stepper(UNet3d(tnn, channels).to(device), _batch(batch, edge, device), False, "")
+        with contexts[mode]() as stats:
+            step()
+        routed[mode] = stats.routed
     return {"batch": batch, "channels": channels, "edge": edge, "steps": steps, "torch": torch_alone,
-            "patch()": patched, "routed_per_step": stats.routed}
+            **patched, "routed_per_step": routed}
 
 
 def run(device: str = "cpu", size: str = "full", threads: Optional[int] = None) -> dict:
@@ -232,8 +253,9 @@ def markdown(report: dict) -> str:
         out.append(f"| {r['batch']} x {r['channels']} x {r['edge']}³ | {r['mode']} | {r['ms_per_step']:.2f} | "
                    f"{r['ratio_vs_torch']:.2f}x |")
     out += ["", f"Under `torch.use_deterministic_algorithms(True)` ({d['batch']} x {d['channels']} x {d['edge']}³, "
-            f"{d['steps']} steps): torch alone {d['torch']}; with `patch()`, two runs: {d['patch()']}. "
-            f"Routed per step: {d['routed_per_step']}.", ""]
+            f"{d['steps']} steps): torch alone {d['torch']}; two runs with `patch()`: {d['patch()']}; "
+            f"with `patch(level=\"dispatcher\")`: {d['patch(dispatcher)']}. Routed per step: {d['routed_per_step']}.",
+            ""]
     return "\n".join(out)
 
 
