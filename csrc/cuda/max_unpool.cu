@@ -15,12 +15,16 @@
 // threads run). Cost over a plain scatter: the winner buffer (4 bytes per
 // output element, 8 when a plane has 2^31 or more elements) written once by
 // a fill, once by the claims, read once by the fill pass.
-// Where the output's D, H, W are multiples of the input's (an unpooling
-// after kernel_size == stride pooling), one pass comes first: each input
-// element writes its own cell of the output, and the two passes run only if
-// an index lies outside its cell (max_unpool.cuh, cell_element). That pass
-// reads the input and the indices once and writes the output once, with no
-// zero-fill: less traffic than aten's zero-fill and scatter.
+// Where the output's D, H, W are multiples of the input's and the stride is
+// that multiple with no padding (an unpooling after kernel_size == stride
+// pooling), one pass comes first: each input element writes its own cell of
+// the output, and the two passes run only if an index lies outside its cell
+// (max_unpool.cuh, cell_element). That pass reads the input and the indices
+// once and writes the output once, with no zero-fill: less traffic than
+// aten's zero-fill and scatter. When an index misses, the call costs that
+// pass on top of the two (whose three launches are made either way, and
+// return at once when nothing missed; the winner buffer is allocated either
+// way).
 //
 // Backward (gather), one thread per grad_input element in memory order.
 //
@@ -132,8 +136,18 @@ void check_flag(const char* op, const at::Tensor& flag, const Geometry& g, const
   });
 }
 
+// Whether the one-pass forward runs first: the geometry has cells, and they
+// are the windows of the pooling the indices come from (a stride equal to the
+// cell's sides, no padding: a kernel_size == stride pooling). Elsewhere most
+// indices would miss their cell, and the pass would only add a launch before
+// the two passes.
+bool cells_are_windows(const Geometry& g, at::IntArrayRef stride, at::IntArrayRef padding) {
+  return kernels::has_cells(g) && stride[0] == g.oD / g.D && stride[1] == g.oH / g.H && stride[2] == g.oW / g.W &&
+         padding[0] == 0 && padding[1] == 0 && padding[2] == 0;
+}
+
 void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const at::Tensor& indices_,
-                  c10::SymIntArrayRef output_size_, at::IntArrayRef, at::IntArrayRef) {
+                  c10::SymIntArrayRef output_size_, at::IntArrayRef stride, at::IntArrayRef padding) {
   const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
   const MemoryFormat fmt = p.result.format;
   const at::Tensor self = flattenable(self_, fmt);
@@ -147,7 +161,7 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const
   at::Tensor winner = at::empty(out.sizes(), out.options().dtype(narrow ? at::kInt : at::kLong).memory_format(fmt));
   // The one-pass forward where the geometry has cells; its `miss` word (the
   // flag's second) tells the two passes whether to run.
-  const bool one_pass = kernels::has_cells(g);
+  const bool one_pass = cells_are_windows(g, stride, padding);
   at::Tensor flag = cuda::flag::make(out, stream, one_pass ? 2 : 1);
   int64_t* miss = one_pass ? flag.mutable_data_ptr<int64_t>() + 1 : nullptr;
   cuda::with_index_type(cuda::fits_32bit({&self, &indices, &out}), [&](auto index_tag) {

@@ -133,16 +133,17 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const Axes a = make_axes(C10_AS_INTARRAYREF_SLOW(input_size), C10_AS_INTARRAYREF_SLOW(output_size), scales);
   const bool cl = fmt == MemoryFormat::ChannelsLast3d;
+  const std::array<int64_t, 3> folds = kernels::uniform_folds<mode>(a);
   const int64_t packed = AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
                                                          "upsample_nearest3d_backward_cuda", [&] {
-    return kernels::packed_fold<mode, scalar_t>(a, grad_output, grad_input, cl);
+    return kernels::packed_fold<scalar_t>(folds[2], grad_output, grad_input, cl);
   });
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
                                   "upsample_nearest3d_backward_cuda", [&] {
     cuda::with_index_type(cuda::fits_32bit({&grad_output, &grad_input}), [&](auto index_tag) {
       using index_t = decltype(index_tag);
       // Each axis's windows: its fold, or the table, built only if an axis the kernel reads needs it.
-      kernels::Windows<index_t> win = kernels::folds_of<mode, index_t>(a);
+      kernels::Windows<index_t> win = kernels::folds_of<index_t>(a, folds);
       at::Tensor table;
       if (kernels::needs_table(win, packed != 0)) {
         const int64_t entries = kernels::window_entries(a);

@@ -13,6 +13,7 @@
 #include <c10/macros/Macros.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <type_traits>
 
@@ -66,20 +67,26 @@ inline int64_t uniform_fold(const Axes& a, int axis) {
   return L;
 }
 
+// uniform_fold of each axis (D, H, W): computed once per launch, on the host.
+template <Mode mode>
+inline std::array<int64_t, 3> uniform_folds(const Axes& a) {
+  return {uniform_fold<mode>(a, 0), uniform_fold<mode>(a, 1), uniform_fold<mode>(a, 2)};
+}
+
 // Elements per 16-byte pack.
 template <typename scalar_t>
 constexpr int64_t kPack = 16 / static_cast<int64_t>(sizeof(scalar_t));
 
 // The packed backward (see backward_pack below) applies to an NCDHW grad_input
-// whose W windows are a uniform fold by L in {1, 2, 4} when every pack of
+// whose W windows are a uniform fold by L in {1, 2, 4} (w_fold: W's
+// uniform_fold) when every pack of
 // grad_input and every run of L packs of grad_output it reads is a whole,
 // 16-byte aligned pack: grad_input's rows and grad_output's W axis dense,
 // iW a multiple of the pack, grad_output's other strides (of axes longer
 // than 1) multiples of it, both data pointers 16-byte aligned. Returns L, or
-// 0 for the general one-element-per-thread kernel. (The layout tests come
-// first: the fold test walks the W axis.)
-template <Mode mode, typename scalar_t>
-inline int64_t packed_fold(const Axes& a, const at::Tensor& grad_output, const at::Tensor& grad_input,
+// 0 for the general one-element-per-thread kernel.
+template <typename scalar_t>
+inline int64_t packed_fold(int64_t w_fold, const at::Tensor& grad_output, const at::Tensor& grad_input,
                            bool channels_last) {
   constexpr int64_t V = kPack<scalar_t>;
   if (channels_last) return 0;
@@ -90,8 +97,7 @@ inline int64_t packed_fold(const Axes& a, const at::Tensor& grad_output, const a
   }
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (!aligned(grad_output.const_data_ptr()) || !aligned(grad_input.const_data_ptr())) return 0;
-  const int64_t L = uniform_fold<mode>(a, 2);
-  return L == 1 || L == 2 || L == 4 ? L : 0;
+  return w_fold == 1 || w_fold == 2 || w_fold == 4 ? w_fold : 0;
 }
 
 // Calls f(std::integral_constant<int, L>{}) for L in {1, 2, 4}.
@@ -215,15 +221,15 @@ struct Windows {
   }
 };
 
-// The folds of a backward launch (uniform_fold per axis), with no table yet.
-// The packed kernel reads D and H from them (its W fold is its L), the
-// one-element kernel all three; `needs_table` says whether one is missing.
-template <Mode mode, typename index_t>
-Windows<index_t> folds_of(const Axes& a) {
+// The windows of a backward launch from its folds (uniform_folds), with no
+// table yet. The packed kernel reads D and H from them (its W fold is its L),
+// the one-element kernel all three; `needs_table` says whether one is missing.
+template <typename index_t>
+Windows<index_t> folds_of(const Axes& a, const std::array<int64_t, 3>& folds) {
   Windows<index_t> w{};
   for (int axis = 0; axis < 3; ++axis) {
     w.in[axis] = static_cast<index_t>(a.in[axis]);
-    w.fold[axis] = static_cast<index_t>(uniform_fold<mode>(a, axis));
+    w.fold[axis] = static_cast<index_t>(folds[axis]);
   }
   return w;
 }

@@ -10,6 +10,7 @@
 
 #include <ATen/Dispatch.h>
 
+#include <array>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -84,15 +85,18 @@ at::Tensor window_table(std::vector<int64_t> output_size, std::vector<int64_t> i
 
 // The fold of the packed kernel the launch takes (csrc/cuda/upsample.cu), or
 // 0 for the one-element kernel.
-int64_t packed_for(const at::Tensor& grad_output, const at::Tensor& gi, const Axes& a, bool exact,
+int64_t packed_for(const at::Tensor& grad_output, const at::Tensor& gi, const std::array<int64_t, 3>& folds,
                    bool channels_last) {
-  int64_t packed = 0;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "packed_for", [&] {
-    with_mode(exact, [&](auto m) {
-      packed = packed_fold<decltype(m)::value, scalar_t>(a, grad_output, gi, channels_last);
-    });
+  return AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "packed_for", [&] {
+    return packed_fold<scalar_t>(folds[2], grad_output, gi, channels_last);
   });
-  return packed;
+}
+
+// uniform_folds of the launch's mode.
+std::array<int64_t, 3> folds_for(const Axes& a, bool exact) {
+  std::array<int64_t, 3> folds{};
+  with_mode(exact, [&](auto m) { folds = uniform_folds<decltype(m)::value>(a); });
+  return folds;
 }
 
 // The backward kernel's result, computed on the host.
@@ -104,15 +108,15 @@ at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_s
   if (gi.numel() == 0) return gi;
   TORCH_CHECK(wide || fits_32bit({&grad_output, &gi}));
   const Axes a = make_axes(input_size, output_size, scales);
-  const int64_t packed = packed_for(grad_output, gi, a, exact, channels_last);
+  const std::array<int64_t, 3> folds = folds_for(a, exact);
+  const int64_t packed = packed_for(grad_output, gi, folds, channels_last);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "backward", [&] {
     with_index_type(!wide, [&](auto index_tag) {
       using index_t = decltype(index_tag);
       // The folds and, where the launch builds one, the table; where it does
       // not, a table of zeros (empty windows), so that a kernel reading it
       // anyway gives a wrong result rather than a crash.
-      Windows<index_t> win;
-      with_mode(exact, [&](auto m) { win = folds_of<decltype(m)::value, index_t>(a); });
+      Windows<index_t> win = folds_of<index_t>(a, folds);
       const std::vector<int64_t> table =
           needs_table(win, packed != 0) ? windows(a, exact) : std::vector<int64_t>(2 * window_entries(a), 0);
       win.table = table.data();
@@ -148,7 +152,7 @@ int64_t backward_path(const at::Tensor& grad_output, std::vector<int64_t> output
                       std::optional<double> sw, bool exact) {
   const Scale scales[3] = {sd, sh, sw};
   const at::Tensor gi = at::empty(input_size, grad_output.options());
-  return packed_for(grad_output, gi, make_axes(input_size, output_size, scales), exact, false);
+  return packed_for(grad_output, gi, folds_for(make_axes(input_size, output_size, scales), exact), false);
 }
 
 }  // namespace host_upsample
