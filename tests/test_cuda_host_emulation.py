@@ -332,7 +332,8 @@ def test_max_unpool_cells(max_unpool):
     input's, indices that each lie in their own cell (max pooling with
     kernel_size == stride) are unpooled by the cell pass alone; one index
     outside its cell, a repeated index or an out-of-range one makes the two
-    passes run, with the CPU kernel's result and flag either way."""
+    passes run, with the CPU kernel's result and flag either way (the output
+    starts as NaN, so an element no pass writes shows)."""
     gen = torch.Generator().manual_seed(5)
     cases = (((2, 3, 4, 6, 8), (2, 2, 2)), ((1, 4, 3, 6, 6), (1, 2, 3)), ((3, 4, 6, 2), (2, 1, 2)),
              ((1, 2, 8, 4, 4), (4, 4, 4)))
@@ -347,7 +348,7 @@ def test_max_unpool_cells(max_unpool):
             moved = idx.clone().view(-1)
             moved[-1] = 0  # the first cell's, never the last element's
             repeated = idx.clone().view(-1)
-            repeated[-1] = repeated[0]
+            repeated[1] = repeated[0]  # two inputs of one plane, one target
             bad = idx.clone().view(-1)
             bad[1] = -1
             for indices, two_pass in ((idx, False), (moved.view(idx.shape), True),

@@ -35,6 +35,8 @@ std::tuple<at::Tensor, int64_t, bool> forward(const at::Tensor& self_, const at:
   at::Tensor out = at::empty(shape, self_.options().memory_format(fmt));
   int64_t flag = kNone;
   if (out.numel() == 0) return {out, flag, false};
+  // What a fresh CUDA allocation may hold: an element no pass writes shows up.
+  if (out.is_floating_point()) out.fill_(std::numeric_limits<double>::quiet_NaN());
   const at::Tensor self = flattenable(self_, fmt);
   const at::Tensor indices = flattenable(indices_, fmt);
   const Geometry g = geometry(self, output_size);
