@@ -70,6 +70,21 @@ def test_train_unet3d_patch_compile():
     assert routed == {k: 2 * v for k, v in per_step.items()}  # 2 compiled steps
 
 
+def test_train_unet3d_patch_dispatcher():
+    out = _run(["examples/train_unet3d.py", *TINY[:-2], "--patch", "dispatcher", "--plot", "", "--timing-steps", "0"])
+    assert "patch(level='dispatcher')" in out
+    assert _grad_diff(out) <= 1e-5
+    m = re.search(r"routed to torch_aclnn: (\{.*\})", out)
+    assert m, out
+    routed = eval(m.group(1))
+    per_step = {"aten::elu": 5, "aten::elu_backward": 5, "aten::upsample_nearest3d": 1,
+                "aten::upsample_nearest3d_backward": 1, "aten::_upsample_nearest_exact3d": 1,
+                "aten::_upsample_nearest_exact3d_backward": 1, "aten::smooth_l1_loss": 1,
+                "aten::smooth_l1_loss_backward": 1, "aten::max_unpool3d": 2}
+    steps = int(re.search(r"(\d+) steps of", out).group(1))
+    assert routed == {k: steps * v for k, v in per_step.items()}, routed
+
+
 def test_plot_without_matplotlib(tmp_path, monkeypatch, capsys):
     example = _load("train_unet3d")
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
