@@ -18,6 +18,12 @@
 //     stop the process) and a deferred index error of an earlier call.
 // aten's autograd formulas stay in place: they call the replaced kernels
 // below the Autograd key, and so torch_aclnn's kernels, for the backward too.
+//
+// A kernel is registered the first time its route is switched on and stays
+// registered: switching routes off and on only flips an atomic flag per
+// route and backend, which the kernel reads first (off: straight to aten's
+// kernel). Removing a registration while another thread may be running the
+// kernel would free it under that thread.
 #include "dropin.h"
 
 #include <ATen/ATen.h>
@@ -80,15 +86,28 @@ double max_of(at::ScalarType t) {
 // elu(self, alpha, scale, input_scale)
 bool elu_rule(Args a) { return floating(a[0]) && fit_float32(a[0].toTensor(), a, {1, 2, 3}); }
 
-// elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result)
+// elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
+// grad_output and self_or_result in one dense layout (torch_aclnn's result
+// takes grad_output's layout; aten's follows both, e.g. self's where the
+// gradient is expanded).
 bool elu_backward_rule(Args a) {
-  return floating(a[0]) && floating(a[5]) && fit_float32(a[5].toTensor(), a, {1, 2, 3});
+  if (!floating(a[0]) || !floating(a[5]) || !fit_float32(a[5].toTensor(), a, {1, 2, 3})) return false;
+  const at::Tensor& g = a[0].toTensor();
+  const at::Tensor& x = a[5].toTensor();
+  return g.strides() == x.strides() && g.is_non_overlapping_and_dense();
+}
+
+// The scales at a[first..first+2]: all given or none (the contract reads
+// them as a set; aten takes each axis's alone).
+bool scales_as_a_set(Args a, size_t first) {
+  const bool given = !a[first].isNone();
+  return a[first + 1].isNone() != given && a[first + 2].isNone() != given;
 }
 
 // upsample_nearest3d / _upsample_nearest_exact3d(self, output_size, scales_d, scales_h, scales_w):
 // aten refuses an empty C, D, H or W.
 bool upsample_rule(Args a) {
-  if (!floating(a[0])) return false;
+  if (!floating(a[0]) || !scales_as_a_set(a, 2)) return false;
   const at::Tensor& x = a[0].toTensor();
   if (x.dim() != 5) return false;
   for (int64_t i = 1; i < 5; ++i) {
@@ -97,29 +116,37 @@ bool upsample_rule(Args a) {
   return true;
 }
 
-// the backwards (grad_output, output_size, input_size, scales_d, scales_h, scales_w)
-bool upsample_backward_rule(Args a) { return floating(a[0]); }
+// the backwards (grad_output, output_size, input_size, scales_d, scales_h, scales_w);
+// their result is made contiguous, as aten's is in every layout
+bool upsample_backward_rule(Args a) { return floating(a[0]) && scales_as_a_set(a, 3); }
 
 // smooth_l1_loss's rules beyond its contract (_dropin._loss_args): aten
-// promotes after broadcasting, keeps a non-contiguous input's layout for
-// 'none', and rounds beta to the dtype.
+// promotes after broadcasting, keeps its operands' layout for 'none', and
+// rounds beta to the dtype. beta == 0 stays aten's (F.smooth_l1_loss sends it
+// to l1_loss before aten; only a direct call gets here, and aten's gradient
+// at d == 0 is not the spec's).
 bool loss_rule(const c10::IValue& self, const c10::IValue& target, const c10::IValue& reduction,
                const c10::IValue& beta) {
   if (!floating(self) || !floating(target) || !reduction.isInt() || !beta.isDouble()) return false;
   const at::Tensor& x = self.toTensor();
   const at::Tensor& y = target.toTensor();
   if (x.sizes() != y.sizes() && x.scalar_type() != y.scalar_type()) return false;
-  if (reduction.toInt() == 0 && !x.is_contiguous()) return false;
-  return beta.toDouble() <= max_of(x.scalar_type());
+  if (reduction.toInt() == 0 && !(x.is_contiguous() && y.is_contiguous())) return false;
+  return beta.toDouble() > 0 && beta.toDouble() <= max_of(x.scalar_type());
 }
 
 // smooth_l1_loss(self, target, reduction, beta)
 bool smooth_l1_rule(Args a) { return loss_rule(a[0], a[1], a[2], a[3]); }
 
-// smooth_l1_loss_backward(grad_output, self, target, reduction, beta)
+// smooth_l1_loss_backward(grad_output, self, target, reduction, beta): self
+// and target of one dtype and shape (aten's gradient keeps self's dtype, and
+// resizes itself to a target that broadcasts self).
 bool smooth_l1_backward_rule(Args a) {
-  return floating(a[0]) && loss_rule(a[1], a[2], a[3], a[4]) &&
-         a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
+  if (!floating(a[0]) || !loss_rule(a[1], a[2], a[3], a[4])) return false;
+  const at::Tensor& x = a[1].toTensor();
+  const at::Tensor& y = a[2].toTensor();
+  return a[0].toTensor().scalar_type() == x.scalar_type() && y.scalar_type() == x.scalar_type() &&
+         y.sizes() == x.sizes();
 }
 
 // max_unpool3d(self, indices, output_size, stride, padding)
@@ -151,6 +178,8 @@ bool max_pool_backward_rule(Args a) {
 // aten's argument order -> torch_aclnn's: indices third.
 void max_pool_backward_order(torch::jit::Stack& s) { std::rotate(s.begin() + 2, s.begin() + 7, s.begin() + 8); }
 
+enum Backend { kCPU, kCUDA, kBackends };
+
 struct Route {
   const char* aten;                                 // aten::<aten>
   const char* ours;                                 // torch_aclnn::<ours>, the same schema
@@ -159,15 +188,18 @@ struct Route {
   bool contiguous = false;                          // aten's result is contiguous in every layout
   std::atomic<int64_t> routed{0};
   std::atomic<int64_t> passed{0};
+  std::atomic<bool> on[kBackends] = {};             // switched on, per backend
+  bool registered[kBackends] = {};                  // its kernel is registered (under g_mutex)
 };
 
 Route g_routes[] = {
     {"elu", "elu", elu_rule},
     {"elu_backward", "elu_backward", elu_backward_rule},
     {"upsample_nearest3d", "upsample_nearest3d", upsample_rule},
-    {"upsample_nearest3d_backward", "upsample_nearest3d_backward", upsample_backward_rule},
+    {"upsample_nearest3d_backward", "upsample_nearest3d_backward", upsample_backward_rule, nullptr, true},
     {"_upsample_nearest_exact3d", "upsample_nearest_exact3d", upsample_rule},
-    {"_upsample_nearest_exact3d_backward", "upsample_nearest_exact3d_backward", upsample_backward_rule},
+    {"_upsample_nearest_exact3d_backward", "upsample_nearest_exact3d_backward", upsample_backward_rule, nullptr,
+     true},
     {"smooth_l1_loss", "smooth_l1_loss", smooth_l1_rule},
     {"smooth_l1_loss_backward", "smooth_l1_loss_backward", smooth_l1_backward_rule},
     {"max_unpool3d", "max_unpool3d", max_unpool_rule, nullptr, true},
@@ -195,10 +227,15 @@ bool handed_to_aten(const c10::Error& e, Args a) {
 
 class RouteKernel final : public c10::OperatorKernel {
  public:
-  RouteKernel(Route& route, c10::OperatorHandle ours, c10::DispatchKey key, c10::SafeKernelFunction aten)
-      : route_(route), ours_(std::move(ours)), key_(key), aten_(std::move(aten)) {}
+  RouteKernel(Route& route, Backend backend, c10::OperatorHandle ours, c10::DispatchKey key,
+              c10::SafeKernelFunction aten)
+      : route_(route), on_(route.on[backend]), ours_(std::move(ours)), key_(key), aten_(std::move(aten)) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+    if (!on_.load(std::memory_order_relaxed)) {
+      aten_.callBoxed(op, ks, stack);
+      return;
+    }
     const size_t n = op.schema().arguments().size();
     const Args args(stack->data() + stack->size() - n, n);
     if (route_.rule(args)) {
@@ -230,6 +267,7 @@ class RouteKernel final : public c10::OperatorKernel {
   }
 
   Route& route_;
+  const std::atomic<bool>& on_;
   c10::OperatorHandle ours_;
   c10::DispatchKey key_;
   c10::SafeKernelFunction aten_;
@@ -238,7 +276,13 @@ class RouteKernel final : public c10::OperatorKernel {
 #endif
 
 std::mutex g_mutex;
-std::unique_ptr<torch::Library> g_library;  // the installed routes
+std::unique_ptr<torch::Library> g_library;  // every kernel registered so far (never removed)
+
+// Drops torch's warning that a kernel overrides aten's: that is the point.
+class Silent final : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning&) override {}
+};
 
 Route& find_route(const std::string& aten) {
   Route* found = nullptr;
@@ -299,21 +343,32 @@ PyObject* install(PyObject* /*self*/, PyObject* args) {
   Py_DECREF(seq);
 #if TORCH_ACLNN_HAS_SAFE_KERNEL
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_library.reset();
-  auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", std::nullopt, __FILE__, __LINE__);
-  auto& dispatcher = c10::Dispatcher::singleton();
+  std::vector<std::pair<Route*, Backend>> on;
   for (const auto& [name, key_name] : wanted) {
-    Route& route = find_route(name);
     TORCH_CHECK_VALUE(key_name == "CPU" || key_name == "CUDA", "[torch_aclnn] routes are for CPU and CUDA, got ",
                       key_name);
-    const c10::DispatchKey key = key_name == "CPU" ? c10::DispatchKey::CPU : c10::DispatchKey::CUDA;
-    const c10::OperatorHandle aten = dispatcher.findSchemaOrThrow(("aten::" + name).c_str(), "");
-    c10::OperatorHandle ours = dispatcher.findSchemaOrThrow((std::string("torch_aclnn::") + route.ours).c_str(), "");
-    library->impl(name.c_str(), torch::dispatch(key, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<RouteKernel>(
-                                                         route, std::move(ours), key,
-                                                         aten.getComputedKernelForDispatchKey(key)))));
+    on.emplace_back(&find_route(name), key_name == "CPU" ? kCPU : kCUDA);
   }
-  g_library = std::move(library);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  Silent silent;
+  c10::WarningUtils::WarningHandlerGuard guard(&silent);
+  for (const auto& [route, backend] : on) {
+    if (route->registered[backend]) continue;
+    if (!g_library) {
+      g_library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", std::nullopt, __FILE__, __LINE__);
+    }
+    const c10::DispatchKey key = backend == kCPU ? c10::DispatchKey::CPU : c10::DispatchKey::CUDA;
+    const c10::OperatorHandle aten = dispatcher.findSchemaOrThrow((std::string("aten::") + route->aten).c_str(), "");
+    c10::OperatorHandle ours = dispatcher.findSchemaOrThrow((std::string("torch_aclnn::") + route->ours).c_str(), "");
+    g_library->impl(route->aten, torch::dispatch(key, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<RouteKernel>(
+                                                          *route, backend, std::move(ours), key,
+                                                          aten.getComputedKernelForDispatchKey(key)))));
+    route->registered[backend] = true;
+  }
+  for (Route& r : g_routes) {
+    for (int b = 0; b < kBackends; ++b) r.on[b].store(false);
+  }
+  for (const auto& [route, backend] : on) route->on[backend].store(true);
 #else
   TORCH_CHECK(false, "[torch_aclnn] patch(level='dispatcher') needs torch >= 2.9 (to call aten's own kernel for "
               "the calls it does not route); this is torch ", TORCH_VERSION, ". Use patch()");
@@ -323,11 +378,11 @@ PyObject* install(PyObject* /*self*/, PyObject* args) {
 }
 
 PyObject* uninstall(PyObject* /*self*/, PyObject* /*args*/) {
-  HANDLE_TH_ERRORS
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_library.reset();
+  for (Route& r : g_routes) {
+    for (int b = 0; b < kBackends; ++b) r.on[b].store(false);
+  }
   Py_RETURN_NONE;
-  END_HANDLE_TH_ERRORS
 }
 
 }  // namespace torch_aclnn::dropin

@@ -12,13 +12,15 @@ namespace torch_aclnn::dropin {
 // operator) names, one per route, in the order of _aten_route_counts().
 PyObject* routes(PyObject* self, PyObject* args);
 
-// torch_aclnn._C._route_aten(keys): installs the routes, keys being a
-// sequence of (aten operator, "CPU" or "CUDA"), replacing an earlier
-// installation. RuntimeError where this torch cannot call aten's own kernel
-// from the replacement (torch < 2.9).
+// torch_aclnn._C._route_aten(keys): switches on the routes of `keys`, a
+// sequence of (aten operator, "CPU" or "CUDA"), and every other route off,
+// registering a route's kernel the first time it is switched on.
+// RuntimeError where this torch cannot call aten's own kernel from the
+// replacement (torch < 2.9).
 PyObject* install(PyObject* self, PyObject* args);
 
-// torch_aclnn._C._unroute_aten(): removes them (aten's kernels are back).
+// torch_aclnn._C._unroute_aten(): switches every route off (each call goes
+// to aten's kernel; the registrations stay).
 PyObject* uninstall(PyObject* self, PyObject* args);
 
 // torch_aclnn._C._aten_route_counts(): per route, (calls routed, calls

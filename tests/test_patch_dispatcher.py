@@ -72,16 +72,20 @@ def test_routed_result_and_gradients(name, fn, ops, layout):
         pytest.skip("a non-contiguous 'none' stays aten's (tested below)")
     x = _x(layout=layout)
     want = fn(x)
-    (want_grad,) = torch.autograd.grad(want.sum(), x)
+    g = torch.ones_like(want)  # (in the result's layout, as a next layer's gradient would be)
+    (want_grad,) = torch.autograd.grad(want, x, g)
     with torch_aclnn.patched(level="dispatcher") as stats:
         got = fn(x)
-        (grad,) = torch.autograd.grad(got.sum(), x)
-        assert torch.autograd.gradcheck(fn, (x,))
-        assert torch.autograd.gradgradcheck(fn, (x,))
+        (grad,) = torch.autograd.grad(got, x, g)
     assert set(stats.routed) == ops and not stats.passed, stats
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(grad, want_grad)
-    assert got.stride() == want.stride()
+    assert got.stride() == want.stride() and grad.stride() == want_grad.stride()
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        assert torch.autograd.gradcheck(fn, (x,))
+        assert torch.autograd.gradgradcheck(fn, (x,))
+    # (gradcheck's gradients are contiguous: beside another layout, elu_backward stays aten's)
+    assert set(stats.routed) == ops if layout == "contiguous" or not name.endswith("elu") else stats.routed, stats
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -132,6 +136,21 @@ PASSED = [
                                                       reduction="none")),       # keeps the layout
     ("aten::smooth_l1_loss", lambda: torch.ops.aten.smooth_l1_loss(torch.randn(4, dtype=torch.float64),
                                                                    torch.randn(1), 2, 1.0)),  # broadcast, promoted
+    ("aten::smooth_l1_loss", lambda: torch.ops.aten.smooth_l1_loss(torch.tensor(0.5), torch.randn(4, 3).t(), 0,
+                                                                   1.0)),  # 'none' follows target's layout
+    ("aten::smooth_l1_loss", lambda: torch.ops.aten.smooth_l1_loss(torch.randn(3, 4), torch.zeros(3, 4), 1, 0.0)),
+    ("aten::smooth_l1_loss_backward", lambda: torch.ops.aten.smooth_l1_loss_backward(
+        torch.tensor(1.0), torch.randn(4, 5), torch.randn(4, 5, dtype=torch.float64), 1, 1.0)),  # keeps self's dtype
+    ("aten::smooth_l1_loss_backward", lambda: torch.ops.aten.smooth_l1_loss_backward(
+        torch.tensor(1.0), torch.randn(5), torch.randn(4, 5), 1, 1.0)),                       # a larger target
+    ("aten::smooth_l1_loss_backward", lambda: torch.ops.aten.smooth_l1_loss_backward(
+        torch.tensor(1.0), torch.randn(5), torch.zeros(5), 1, 0.0)),                          # beta 0
+    ("aten::upsample_nearest3d", lambda: torch.ops.aten.upsample_nearest3d(
+        torch.randn(2, 3, 4, 5, 6), [8, 10, 12], None, 3.0, None)),                          # scales not a set
+    ("aten::upsample_nearest3d_backward", lambda: torch.ops.aten.upsample_nearest3d_backward(
+        torch.randn(2, 3, 8, 10, 12), [8, 10, 12], [2, 3, 4, 5, 6], None, 3.0, None)),
+    ("aten::elu_backward", lambda: torch.ops.aten.elu_backward(
+        torch.ones(4, 5), 1.0, 1.0, 1.0, False, torch.randn(5, 4).t())),                     # layouts differ
     ("aten::max_unpool3d", lambda: torch.ops.aten.max_unpool3d(torch.ones(1, 1, 2, 2, 2), torch.zeros(
         1, 1, 2, 2, 2, dtype=torch.int64), [1, 2, 2], [1, 1, 1], [0, 0, 0])),  # a smaller output (equal values: any winner)
 ]
@@ -155,6 +174,76 @@ def test_outside_the_contract_is_torchs(op, fn):
     else:
         torch.testing.assert_close(got, want, equal_nan=True)
         assert got.stride() == want.stride()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gradient_layouts_are_torchs(layout):
+    """Gradients keep torch's strides: elu's where the incoming gradient is
+    expanded (torch follows self's layout), upsample's (torch's is contiguous
+    in every layout)."""
+    x = _x(layout=layout)
+    for fn in (lambda t: F.elu(t).sum(), lambda t: F.selu(t).mean(),
+               lambda t: (F.interpolate(t, scale_factor=2) * _layout(torch.ones(2, 3, 8, 8, 12), layout)).sum()):
+        (want,) = torch.autograd.grad(fn(x), x)
+        with torch_aclnn.patched(level="dispatcher") as stats:
+            (got,) = torch.autograd.grad(fn(x), x)
+        assert stats.routed, stats
+        torch.testing.assert_close(got, want)
+        assert got.stride() == want.stride(), (layout, got.stride(), want.stride())
+
+
+def test_switching_while_other_threads_run():
+    """Blocks end while other threads are inside a routed kernel: the kernels
+    stay registered, switched off, so nothing is freed under them."""
+    x = torch.randn(2, 3, 16, 16, 16)
+    want = F.elu(x)
+    stop = threading.Event()
+    errors = []
+
+    def worker():
+        try:
+            while not stop.is_set():
+                torch.testing.assert_close(F.elu(x), want)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(3000):
+            with torch_aclnn.patched(level="dispatcher"):
+                pass
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors
+
+
+def test_a_failed_switch_leaves_nothing_half_done(monkeypatch):
+    from torch_aclnn import _patch
+
+    class Broken:
+        def __getattr__(self, name):
+            if name == "_route_aten":
+                def fail(keys):
+                    raise RuntimeError("[torch_aclnn] no routes here")
+                return fail
+            return getattr(torch_aclnn._C, name)
+
+    monkeypatch.setattr(_patch, "_C", Broken)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="no routes here"):
+            torch_aclnn.patch(level="dispatcher")
+        assert not torch_aclnn.is_patched("dispatcher")
+    torch_aclnn.unpatch(level="dispatcher")
+    monkeypatch.undo()
+    torch_aclnn.reset_patch_stats()
+    torch_aclnn.patch(level="dispatcher")
+    F.elu(torch.randn(3))
+    torch_aclnn.unpatch(level="dispatcher")
+    assert torch_aclnn.patch_stats().routed == {"aten::elu": 1}
 
 
 def test_bad_unpool_index_is_torchs_error():
@@ -300,5 +389,7 @@ def test_checkpoint_recompute_is_routed():
 
     x = _x()
     with torch_aclnn.patched(level="dispatcher") as stats:
-        checkpoint(F.elu, x, use_reentrant=False).sum().backward()
-    assert stats.routed == {"aten::elu": 2, "aten::elu_backward": 1}
+        y = checkpoint(lambda t: F.elu(F.elu(t)), x, use_reentrant=False)
+        y.backward(torch.ones_like(y))
+    # two forwards, then the first recomputed (checkpoint stops once it has what backward needs)
+    assert stats.routed == {"aten::elu": 3, "aten::elu_backward": 2}

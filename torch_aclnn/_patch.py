@@ -42,14 +42,14 @@ applies the same rule and calls aten's own kernel for calls outside the
 contract. Every other torch call pays nothing, and the routed ones no
 Python. That is process-wide (every thread), reaches only what runs
 through aten's kernels (inductor's own code for these operators does not),
-and leaves aten's autograd formulas in place.
+and leaves aten's autograd formulas in place. A replacement stays
+registered once made: switched off, it hands every call to aten's kernel.
 """
 from __future__ import annotations
 
 import contextlib
 import importlib
 import threading
-import warnings
 from typing import Dict, Iterator, List, Optional
 
 import torch
@@ -223,9 +223,9 @@ def _new_mode(stats: Optional[PatchStats]) -> _RoutingMode:
 
 
 # ---------------------------------------------------------------------------
-# level="dispatcher": aten's kernels, replaced process-wide by csrc/dropin.cpp's.
+# level="dispatcher": csrc/dropin.cpp's routes, switched on process-wide.
 
-_aten_installed = False
+_aten_on = False
 _aten_users: List[Optional[PatchStats]] = []  # one per patch(level="dispatcher") / patched(...) block: its counts
 _aten_patch: Optional[tuple] = None         # (its counts,) while patch(level="dispatcher") is a user
 
@@ -244,35 +244,31 @@ def _aten_keys() -> list:
     return keys
 
 
-def _aten_enter(stats: Optional[PatchStats]) -> None:
-    """Adds a user of the routes, counting into ``stats`` (installing them
-    for the first)."""
-    global _aten_installed
-    with _lock:
-        if not _aten_installed:
-            with warnings.catch_warnings():  # (torch warns that a kernel is overridden: that is the point)
-                warnings.filterwarnings("ignore", message=".*[Oo]verrid")
-                _C()._route_aten(_aten_keys())
-            _aten_installed = True
-        if stats is not None:
-            stats._aten_start()
-        _aten_users.append(stats)
+def _aten_add(stats: Optional[PatchStats]) -> None:
+    """Adds a user of the routes, counting into ``stats``, switching them on
+    for the first. Under _lock."""
+    global _aten_on
+    if not _aten_on:
+        _C()._route_aten(_aten_keys())
+        _aten_on = True
+    if stats is not None:
+        stats._aten_start()
+    _aten_users.append(stats)
 
 
-def _aten_exit(stats: Optional[PatchStats]) -> None:
-    """Removes a user (removing the routes after the last: aten's kernels
-    are back)."""
-    global _aten_installed
-    with _lock:
-        for i, user in enumerate(_aten_users):  # (by identity: PatchStats defines no ==)
-            if user is stats:
-                del _aten_users[i]
-                break
-        if stats is not None:
-            stats._aten_stop()
-        if not _aten_users and _aten_installed:
-            _C()._unroute_aten()
-            _aten_installed = False
+def _aten_remove(stats: Optional[PatchStats]) -> None:
+    """Removes a user, switching the routes off after the last (every call
+    goes to aten's own kernel again). Under _lock."""
+    global _aten_on
+    for i, user in enumerate(_aten_users):  # (by identity: PatchStats defines no ==)
+        if user is stats:
+            del _aten_users[i]
+            break
+    if stats is not None:
+        stats._aten_stop()
+    if not _aten_users and _aten_on:
+        _C()._unroute_aten()
+        _aten_on = False
 
 
 def _check_level(level: str) -> None:
@@ -306,9 +302,10 @@ def patch(count: bool = True, level: str = "function") -> None:
     global _aten_patch
     _check_level(level)
     if level == "dispatcher":
-        if _aten_patch is None:
-            _aten_patch = (_STATS if count else None,)
-            _aten_enter(_aten_patch[0])
+        with _lock:
+            if _aten_patch is None:
+                _aten_add(_STATS if count else None)
+                _aten_patch = (_STATS if count else None,)
         return
     tid = threading.get_ident()
     with _lock:
@@ -328,9 +325,10 @@ def unpatch(level: str = "function") -> None:
     global _aten_patch
     _check_level(level)
     if level == "dispatcher":
-        if _aten_patch is not None:
-            _aten_exit(_aten_patch[0])
-            _aten_patch = None
+        with _lock:
+            if _aten_patch is not None:
+                _aten_remove(_aten_patch[0])
+                _aten_patch = None
         return
     tid = threading.get_ident()
     with _lock:
@@ -351,7 +349,7 @@ def is_patched(level: str = "function") -> bool:
     is active; ``level="dispatcher"``: whether the aten kernels are replaced."""
     _check_level(level)
     if level == "dispatcher":
-        return _aten_installed
+        return _aten_on
     return any(isinstance(m, _RoutingMode) for m in function_mode_stack())
 
 
@@ -368,11 +366,13 @@ def patched(stats: Optional[PatchStats] = None, level: str = "function") -> Iter
     _check_level(level)
     stats = PatchStats() if stats is None else stats
     if level == "dispatcher":
-        _aten_enter(stats)
+        with _lock:
+            _aten_add(stats)
         try:
             yield stats
         finally:
-            _aten_exit(stats)
+            with _lock:
+                _aten_remove(stats)
         return
     with _new_mode(stats):
         yield stats
