@@ -170,9 +170,11 @@ bool pool_input(const c10::IValue& self) {
 // max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
 bool max_pool_rule(Args a) { return pool_input(a[0]); }
 
-// max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+// max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
+// int64 indices (the contract takes int32 too; aten refuses them)
 bool max_pool_backward_rule(Args a) {
-  return floating(a[0]) && pool_input(a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
+  return floating(a[0]) && pool_input(a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type() &&
+         a[7].isTensor() && a[7].toTensor().scalar_type() == at::kLong;
 }
 
 // aten's argument order -> torch_aclnn's: indices third.
@@ -186,6 +188,7 @@ struct Route {
   bool (*rule)(Args);                               // the call may go to torch_aclnn (then the contract decides)
   void (*to_ours)(torch::jit::Stack&) = nullptr;    // reorders aten's arguments, where they differ
   bool contiguous = false;                          // aten's result is contiguous in every layout
+  bool aten_checks_indices = true;                  // aten's kernels check an index before using it
   std::atomic<int64_t> routed{0};
   std::atomic<int64_t> passed{0};
   std::atomic<bool> on[kBackends] = {};             // switched on, per backend
@@ -205,22 +208,24 @@ Route g_routes[] = {
     {"max_unpool3d", "max_unpool3d", max_unpool_rule, nullptr, true},
     {"max_pool3d_with_indices", "max_pool3d_with_indices", max_pool_rule},
     {"max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward", max_pool_backward_rule,
-     max_pool_backward_order},
+     max_pool_backward_order, false, /*aten_checks_indices=*/false},
 };
 
 bool on_cuda(Args a) {
   return std::any_of(a.begin(), a.end(), [](const c10::IValue& v) { return v.isTensor() && v.toTensor().is_cuda(); });
 }
 
-// Whether torch_aclnn's contract error `e` hands the call to aten's kernel.
-bool handed_to_aten(const c10::Error& e, Args a) {
+// Whether torch_aclnn's contract error `e` hands the call to aten's kernel:
+// not an IndexError that aten's kernel would not catch (its CUDA kernels stop
+// the process on one, its CPU max_pool3d backward reads out of range).
+bool handed_to_aten(const c10::Error& e, Args a, const Route& route) {
   const bool contract_type = dynamic_cast<const c10::TypeError*>(&e) != nullptr ||
                              dynamic_cast<const c10::ValueError*>(&e) != nullptr ||
                              dynamic_cast<const c10::IndexError*>(&e) != nullptr;
   const std::string& message = e.what_without_backtrace();
   if (!contract_type || message.rfind("[torch_aclnn", 0) != 0) return false;
   if (message.substr(0, 40).find("] deferred: ") != std::string::npos) return false;  // (common/deferred.h: kTag)
-  return !(dynamic_cast<const c10::IndexError*>(&e) != nullptr && on_cuda(a));
+  return !(dynamic_cast<const c10::IndexError*>(&e) != nullptr && (on_cuda(a) || !route.aten_checks_indices));
 }
 
 #if TORCH_ACLNN_HAS_SAFE_KERNEL
@@ -261,7 +266,7 @@ class RouteKernel final : public c10::OperatorKernel {
       ours_.redispatchBoxed(c10::DispatchKeySet(key_), &call);
       return true;
     } catch (const c10::Error& e) {
-      if (!handed_to_aten(e, args)) throw;
+      if (!handed_to_aten(e, args, route_)) throw;
       return false;
     }
   }

@@ -116,6 +116,71 @@ def test_max_pool3d_is_routed_only_where_patch_routes_it(monkeypatch):
     assert torch.equal(got, want) and torch.equal(idx, want_idx) and torch.equal(grad, want_grad)
 
 
+def test_max_pool3d_backward_indices(monkeypatch):
+    """int32 indices (which the contract takes) get torch's error; an index
+    outside its window gets torch_aclnn's IndexError, never aten's CPU kernel
+    (which reads through it)."""
+    monkeypatch.setattr(torch_aclnn._dropin, "ROUTE_POOL_ON_CPU", True)
+    a = torch.ops.aten
+    x = _x().detach()
+    out, idx = a.max_pool3d_with_indices(x, [2])
+    g = torch.ones_like(out)
+    with pytest.raises(RuntimeError) as want:
+        a.max_pool3d_with_indices_backward(g, x, [2], [2], [0], [1], False, idx.int())
+    bad = idx.clone()
+    bad.view(-1)[3] = 10 ** 6
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        with pytest.raises(RuntimeError) as got:
+            a.max_pool3d_with_indices_backward(g, x, [2], [2], [0], [1], False, idx.int())
+        with pytest.raises(IndexError, match=r"^\[torch_aclnn 161002\] max_pool3d_with_indices_backward"):
+            a.max_pool3d_with_indices_backward(g, x, [2], [2], [0], [1], False, bad)
+    assert str(got.value) == str(want.value)
+    assert stats.passed == {"aten::max_pool3d_with_indices_backward": 1}, stats
+
+
+def test_keys_follow_the_pool_rule_of_the_moment(monkeypatch):
+    x = _x().detach()
+    with torch_aclnn.patched(level="dispatcher"):
+        monkeypatch.setattr(torch_aclnn._dropin, "ROUTE_POOL_ON_CPU", True)
+        with torch_aclnn.patched(level="dispatcher") as inner:
+            F.max_pool3d(x, 2, return_indices=True)
+    assert inner.routed == {"aten::max_pool3d_with_indices": 1}
+
+
+def test_counts_read_while_a_block_ends_elsewhere(monkeypatch):
+    """A block that ends in another thread while its counts are being read
+    waits for the read (which would otherwise see half of the block's end)."""
+    from torch_aclnn import _patch
+
+    real = torch_aclnn._C
+    pending = {}
+
+    class Hooked:  # ends the block in another thread in the middle of a read
+        def __getattr__(self, name):
+            attr = getattr(real, name)
+            if name != "_aten_route_counts" or "block" not in pending:
+                return attr
+
+            def counts():
+                out = attr()
+                block = pending.pop("block")
+                pending["thread"] = threading.Thread(target=block.__exit__, args=(None, None, None))
+                pending["thread"].start()
+                pending["thread"].join(0.5)  # (it waits for the reader to finish)
+                return out
+            return counts
+
+    stats = torch_aclnn.PatchStats()
+    block = torch_aclnn.patched(stats, level="dispatcher")
+    block.__enter__()
+    F.elu(torch.randn(3))
+    monkeypatch.setattr(_patch, "_C", Hooked)
+    pending["block"] = block
+    assert stats.routed == {"aten::elu": 1}
+    pending["thread"].join()
+    assert stats.routed == {"aten::elu": 1} and not torch_aclnn.is_patched("dispatcher")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_lower_precisions(dtype):
     x = _x(dtype=dtype)

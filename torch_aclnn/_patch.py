@@ -113,6 +113,7 @@ class PatchStats:
         self._aten_base: Optional[tuple] = None
         self._aten_users = 0
 
+    # (the aten counts are read and changed under _lock: a block may end in another thread)
     def _aten_start(self) -> None:
         self._aten_users += 1
         if self._aten_users == 1:
@@ -125,11 +126,12 @@ class PatchStats:
             self._aten_base = None
 
     def _aten_counts(self) -> list:
-        if self._aten_base is None:
-            return self._aten
-        now = _C()._aten_route_counts()
-        return [[self._aten[row][i] + now[i][row] - self._aten_base[i][row] for i in range(len(_ROUTES))]
-                for row in (0, 1)]
+        with _lock:
+            if self._aten_base is None:
+                return self._aten
+            now = _C()._aten_route_counts()
+            return [[self._aten[row][i] + now[i][row] - self._aten_base[i][row] for i in range(len(_ROUTES))]
+                    for row in (0, 1)]
 
     def _add_reason(self, name: str, reason: str) -> None:
         key = (name, reason)
@@ -165,9 +167,10 @@ class PatchStats:
             row[:] = [0] * len(row)
         self._compiled.zero_()
         self.reasons.clear()
-        self._aten = [[0] * len(_ROUTES), [0] * len(_ROUTES)]
-        if self._aten_base is not None:
-            self._aten_base = _C()._aten_route_counts()
+        with _lock:
+            self._aten = [[0] * len(_ROUTES), [0] * len(_ROUTES)]
+            if self._aten_base is not None:
+                self._aten_base = _C()._aten_route_counts()
 
     def as_dict(self) -> dict:
         return {"routed": self.routed, "passed": self.passed,
@@ -214,7 +217,7 @@ class _RoutingMode(TorchFunctionMode):
 # Public API.
 
 _STATS = PatchStats()
-_lock = threading.Lock()
+_lock = threading.RLock()  # (PatchStats reads its aten counts under it, also from inside _aten_remove)
 _global: Dict[int, _RoutingMode] = {}  # thread id -> the mode patch() entered there
 
 
@@ -246,11 +249,10 @@ def _aten_keys() -> list:
 
 def _aten_add(stats: Optional[PatchStats]) -> None:
     """Adds a user of the routes, counting into ``stats``, switching them on
-    for the first. Under _lock."""
+    (again: the keys follow _dropin.ROUTE_POOL_ON_CPU as it is now). Under _lock."""
     global _aten_on
-    if not _aten_on:
-        _C()._route_aten(_aten_keys())
-        _aten_on = True
+    _C()._route_aten(_aten_keys())
+    _aten_on = True
     if stats is not None:
         stats._aten_start()
     _aten_users.append(stats)
