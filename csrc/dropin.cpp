@@ -370,10 +370,12 @@ PyObject* install(PyObject* /*self*/, PyObject* args) {
                                                           aten.getComputedKernelForDispatchKey(key)))));
     route->registered[backend] = true;
   }
-  for (Route& r : g_routes) {
-    for (int b = 0; b < kBackends; ++b) r.on[b].store(false);
+  for (Route& r : g_routes) {  // (each flag set once, to its new value: no call sees a route off in between)
+    for (int b = 0; b < kBackends; ++b) {
+      const bool want = std::any_of(on.begin(), on.end(), [&](const auto& o) { return o.first == &r && o.second == b; });
+      r.on[b].store(want);
+    }
   }
-  for (const auto& [route, backend] : on) route->on[backend].store(true);
 #else
   TORCH_CHECK(false, "[torch_aclnn] patch(level='dispatcher') needs torch >= 2.9 (to call aten's own kernel for "
               "the calls it does not route); this is torch ", TORCH_VERSION, ". Use patch()");

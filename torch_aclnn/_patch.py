@@ -348,7 +348,7 @@ def unpatch(level: str = "function") -> None:
 
 def is_patched(level: str = "function") -> bool:
     """Whether patch() is in effect in the calling thread, or a patched() block
-    is active; ``level="dispatcher"``: whether the aten kernels are replaced."""
+    is active; ``level="dispatcher"``: whether its routes are switched on (in every thread)."""
     _check_level(level)
     if level == "dispatcher":
         return _aten_on
@@ -362,9 +362,9 @@ def patched(stats: Optional[PatchStats] = None, level: str = "function") -> Iter
     Yields a fresh :class:`PatchStats` counting the calls of this block only
     (pass ``stats=`` to accumulate into your own); the process-wide counts of
     :func:`patch_stats` are not touched. Nests with patch() and other modes.
-    ``level="dispatcher"``: the aten kernels are replaced, in every thread,
-    until the last such block or ``patch(level="dispatcher")`` ends; the
-    counts are of every thread's calls meanwhile."""
+    ``level="dispatcher"``: the routes are on, in every thread, until the
+    last such block or ``patch(level="dispatcher")`` ends; the counts are of
+    every thread's calls meanwhile."""
     _check_level(level)
     stats = PatchStats() if stats is None else stats
     if level == "dispatcher":
