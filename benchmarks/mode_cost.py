@@ -71,6 +71,8 @@ def main() -> None:
               "patch()": (copy.deepcopy(base), torch_aclnn.patched),
               "patch(dispatcher)": (copy.deepcopy(base), lambda: torch_aclnn.patched(level="dispatcher")),
               "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), contextlib.nullcontext)}
+    if "patch(dispatcher)" not in bench_model._modes():  # (torch < 2.9)
+        del models["patch(dispatcher)"]
     steps = {name: bench_model._stepper(model, batch, False, "") for name, (model, _) in models.items()}
     counter = CountingMode()
     with counter:

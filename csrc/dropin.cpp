@@ -301,9 +301,14 @@ Route& find_route(const std::string& aten) {
 }  // namespace
 
 PyObject* routes(PyObject* /*self*/, PyObject* /*args*/) {
-  PyObject* out = PyTuple_New(std::size(g_routes));
+#if TORCH_ACLNN_HAS_SAFE_KERNEL
+  const size_t n = std::size(g_routes);
+#else
+  const size_t n = 0;  // (none can be switched on)
+#endif
+  PyObject* out = PyTuple_New(n);
   if (out == nullptr) return nullptr;
-  for (size_t i = 0; i < std::size(g_routes); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     PyObject* pair = Py_BuildValue("(ss)", g_routes[i].aten, g_routes[i].ours);
     if (pair == nullptr) {
       Py_DECREF(out);

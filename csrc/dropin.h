@@ -9,7 +9,8 @@
 namespace torch_aclnn::dropin {
 
 // torch_aclnn._C._aten_routes(): a tuple of (aten operator, torch_aclnn
-// operator) names, one per route, in the order of _aten_route_counts().
+// operator) names, one per route, in the order of _aten_route_counts();
+// empty where this torch cannot have routes (torch < 2.9).
 PyObject* routes(PyObject* self, PyObject* args);
 
 // torch_aclnn._C._route_aten(keys): switches on the routes of `keys`, a

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import torch_aclnn
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 TINY = ["--steps", "2", "--size", "8", "--batch", "2", "--channels", "4", "--timing-steps", "2"]
@@ -70,6 +72,7 @@ def test_train_unet3d_patch_compile():
     assert routed == {k: 2 * v for k, v in per_step.items()}  # 2 compiled steps
 
 
+@pytest.mark.skipif(not torch_aclnn._patch.ROUTED_OPERATORS, reason="patch(level='dispatcher') needs torch >= 2.9")
 def test_train_unet3d_patch_dispatcher():
     out = _run(["examples/train_unet3d.py", *TINY[:-2], "--patch", "dispatcher", "--plot", "", "--timing-steps", "0"])
     assert "patch(level='dispatcher')" in out

@@ -422,7 +422,7 @@ def test_reasons_stay_bounded(monkeypatch):
     assert stats.passed == {"interpolate": 5}
 
 
-@pytest.mark.skipif(hasattr(torch.library, "get_kernel"), reason="this torch has what level='dispatcher' needs")
+@pytest.mark.skipif(bool(torch_aclnn._patch.ROUTED_OPERATORS), reason="this torch has what level='dispatcher' needs")
 def test_dispatcher_level_needs_torch_2_9():
     with pytest.raises(RuntimeError, match=r"needs torch >= 2\.9"):
         torch_aclnn.patch(level="dispatcher")

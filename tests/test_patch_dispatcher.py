@@ -15,8 +15,8 @@ import torch.nn.functional as F
 
 import torch_aclnn
 
-pytestmark = pytest.mark.skipif(not hasattr(torch.library, "get_kernel"),
-                                reason="patch(level='dispatcher') needs torch >= 2.9 (test_needs_torch_2_9)")
+pytestmark = pytest.mark.skipif(not torch_aclnn._patch.ROUTED_OPERATORS,
+                                reason="patch(level='dispatcher') needs torch >= 2.9 (test_patch.py checks its error)")
 
 LAYOUTS = ("contiguous", "non-contiguous", "channels_last_3d")
 

@@ -71,7 +71,8 @@ def _C():
 
 # (aten operator, torch_aclnn operator) per route of patch(level="dispatcher") (csrc/dropin.cpp)
 _ROUTES = tuple(_C()._aten_routes())
-# The aten operators patch(level="dispatcher") can route, as PatchStats names them.
+# The aten operators patch(level="dispatcher") can route, as PatchStats names them
+# (none where this torch cannot have routes: torch < 2.9).
 ROUTED_OPERATORS = tuple(f"aten::{aten}" for aten, _ in _ROUTES)
 LEVELS = ("function", "dispatcher")
 

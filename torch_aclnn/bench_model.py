@@ -115,25 +115,34 @@ def _stepper(model: tnn.Module, batch, compiled: bool, backend: str) -> Callable
     return step
 
 
+def _modes() -> tuple:
+    """MODES, without the dispatcher level where this torch cannot have it (torch < 2.9)."""
+    from ._patch import ROUTED_OPERATORS
+
+    return MODES if ROUTED_OPERATORS else tuple(m for m in MODES if m != "patch(dispatcher)")
+
+
 def _contexts() -> dict:
     """mode -> the context its steps run in (entered around each block of steps, outside its timing)."""
     import torch_aclnn
 
     plain, patched = contextlib.nullcontext, torch_aclnn.patched
-    return {"torch": plain, "patch()": patched, "patch(dispatcher)": lambda: patched(level="dispatcher"),
-            "convert()": plain, "torch, compile": plain, "patch(), compile": patched}
+    every = {"torch": plain, "patch()": patched, "patch(dispatcher)": lambda: patched(level="dispatcher"),
+             "convert()": plain, "torch, compile": plain, "patch(), compile": patched}
+    return {mode: every[mode] for mode in _modes()}
 
 
 def _models(base: UNet3d) -> dict:
     """mode -> (its model, compiled?)"""
     import torch_aclnn
 
-    return {"torch": (copy.deepcopy(base), False),
-            "patch()": (copy.deepcopy(base), False),
-            "patch(dispatcher)": (copy.deepcopy(base), False),
-            "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), False),
-            "torch, compile": (copy.deepcopy(base), True),
-            "patch(), compile": (copy.deepcopy(base), True)}
+    every = {"torch": lambda: (copy.deepcopy(base), False),
+             "patch()": lambda: (copy.deepcopy(base), False),
+             "patch(dispatcher)": lambda: (copy.deepcopy(base), False),
+             "convert()": lambda: (torch_aclnn.nn.convert(copy.deepcopy(base)), False),
+             "torch, compile": lambda: (copy.deepcopy(base), True),
+             "patch(), compile": lambda: (copy.deepcopy(base), True)}
+    return {mode: every[mode]() for mode in _modes()}
 
 
 def _batch(batch: int, edge: int, device: str):
@@ -205,11 +214,11 @@ def _determinism(batch: int, channels: int, edge: int, device: str, steps: int =
             torch_alone = "runs"
         except RuntimeError as e:
             torch_alone = "raises: " + str(e).splitlines()[0][:200]
-        patched = {mode: twice(mode) for mode in ("patch()", "patch(dispatcher)")}
+        patched = {mode: twice(mode) for mode in ("patch()", "patch(dispatcher)") if mode in contexts}
     finally:
         torch.use_deterministic_algorithms(before)
     routed = {}
-    for mode in ("patch()", "patch(dispatcher)"):
+    for mode in patched:
         step = _stepper(UNet3d(tnn, channels).to(device), _batch(batch, edge, device), False, "")
         with contexts[mode]() as stats:
             step()
@@ -254,8 +263,8 @@ def markdown(report: dict) -> str:
                    f"{r['ratio_vs_torch']:.2f}x |")
     out += ["", f"Under `torch.use_deterministic_algorithms(True)` ({d['batch']} x {d['channels']} x {d['edge']}³, "
             f"{d['steps']} steps): torch alone {d['torch']}; two runs with `patch()`: {d['patch()']}; "
-            f"with `patch(level=\"dispatcher\")`: {d['patch(dispatcher)']}. Routed per step: {d['routed_per_step']}.",
-            ""]
+            f"with `patch(level=\"dispatcher\")`: {d.get('patch(dispatcher)', 'not available (torch < 2.9)')}. "
+            f"Routed per step: {d['routed_per_step']}.", ""]
     return "\n".join(out)
 
 
