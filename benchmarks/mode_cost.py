@@ -85,7 +85,7 @@ def main() -> None:
     for r in range(a.rounds):
         for name in _rotated(list(steps), r):
             step = steps[name]
-            with models[name][1]():  # (entered and left outside the timing: installing routes takes ~0.1 ms)
+            with models[name][1]():  # (entered and left outside the timing, whatever entering a mode costs)
                 bench_model._sync(a.device)
                 t0 = time.perf_counter()
                 for _ in range(a.steps):

@@ -200,7 +200,7 @@ def test_model_tiny(tmp_path):
 
 
 def test_mode_cost_script_runs():
-    """benchmarks/mode_cost.py (the host's share of a step) runs and reports its four modes."""
+    """benchmarks/mode_cost.py (the host's share of a step) runs and reports its modes."""
     import subprocess
     import sys
     from pathlib import Path

@@ -35,7 +35,7 @@ import socket
 import statistics
 import time
 from pathlib import Path
-from typing import Callable, ContextManager, Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn as tnn
@@ -99,7 +99,7 @@ def _sync(device: str) -> None:
 
 def _stepper(model: tnn.Module, batch, compiled: bool, backend: str) -> Callable[[], float]:
     """A function running one training step of ``model``; returns its loss.
-    The caller runs it inside the mode's context (:func:`_models`)."""
+    The caller runs it inside the mode's context (:func:`_contexts`)."""
     run = torch.compile(model, fullgraph=True, backend=backend) if compiled else model
     loss_fn = tnn.SmoothL1Loss(beta=0.1)
     optim = torch.optim.SGD(model.parameters(), lr=1e-4)
@@ -167,7 +167,7 @@ def _time_size(batch: int, channels: int, edge: int, device: str, size: str, bac
     for r in range(rounds):
         for name in _rotated(list(steppers), r):
             step = steppers[name]
-            with contexts[name]():  # (entered and left outside the timing: installing routes takes ~0.1 ms)
+            with contexts[name]():  # (entered and left outside the timing, whatever entering a mode costs)
                 _sync(device)
                 t0 = time.perf_counter()
                 for _ in range(steps):
