@@ -12,7 +12,9 @@ of 1: what one recorded call and its backward node cost. Last, the drop-in
 layer on one element with requires_grad: the operator alone, the same call
 through the drop-in decision (torch_aclnn/_dropin.py, what patch(),
 torch_aclnn.nn.functional and the torch_aclnn.nn modules run), the torch.nn
-functional it replaces, and a torch_aclnn.nn module against its torch.nn twin.
+functional it replaces, and a torch_aclnn.nn module against its torch.nn twin;
+and that functional with patch(level="dispatcher")'s routes off and on (the
+routes are process-wide, so off and on alternate round by round).
 Per-call times are the fastest of short blocks, the candidates alternating
 block by block (torch_aclnn/bench.py's method for its 1-element rows).
 """
@@ -65,7 +67,9 @@ def main() -> None:
     _dropin_costs(args)
 
 
-def _dropin_costs(args) -> None:
+def _calls(args) -> dict:
+    """name -> (the operator, (its decision, args, kwargs), the torch.nn functional,
+    the torch.nn module, the torch_aclnn.nn module, the modules' inputs), on one element."""
     ops = torch.ops.torch_aclnn
     x = torch.randn(1, 1, 1, 1, 1, device=args.device, requires_grad=True)
     t = torch.randn(1, 1, 1, 1, 1, device=args.device)
@@ -84,6 +88,11 @@ def _dropin_costs(args) -> None:
                          (_dropin.max_unpool3d, (pooled, idx, 2), {}), lambda: F.max_unpool3d(pooled, idx, 2),
                          tnn.MaxUnpool3d(2), torch_aclnn.nn.MaxUnpool3d(2), (pooled, idx)),
     }
+    return calls
+
+
+def _dropin_costs(args) -> None:
+    calls = _calls(args)
     print("drop-in layer, 1 element, requires_grad:")
     for name, (op, (decision, a, kw), torch_fn, torch_module, ours_module, inputs) in calls.items():
         fns = {"operator": op, "decision + operator": lambda d=decision, a=a, kw=kw: _dropin.decide(d, a, kw),
@@ -91,6 +100,17 @@ def _dropin_costs(args) -> None:
                "torch_aclnn.nn module": lambda m=ours_module, i=inputs: m(*i)}
         times = _fastest_blocks(fns, args.rounds, args.threads, args.device)
         print(f"  {name}: " + ", ".join(f"{k} {min(v) * 1e6:.2f} us" for k, v in times.items()))
+    if not torch_aclnn._patch.ROUTED_OPERATORS:
+        print("patch(level='dispatcher'): not available (torch < 2.9)")
+        return
+    print("torch.nn.functional, 1 element, requires_grad, patch(level='dispatcher')'s routes off / on:")
+    for name, (_, _, torch_fn, _, _, _) in calls.items():
+        off, on = [], []
+        for _ in range(args.rounds):
+            off += _fastest_blocks({name: torch_fn}, 1, args.threads, args.device)[name]
+            with torch_aclnn.patched(level="dispatcher"):
+                on += _fastest_blocks({name: torch_fn}, 1, args.threads, args.device)[name]
+        print(f"  {name}: off {min(off) * 1e6:.2f} us, on {min(on) * 1e6:.2f} us ({min(on) / min(off):.2f}x)")
 
 
 if __name__ == "__main__":

@@ -218,7 +218,8 @@ def test_mode_cost_script_runs():
 
 
 def test_entry_cost_script_runs():
-    """benchmarks/entry_cost.py (a 1-element call's entry, recording and backward) runs and reports both libraries."""
+    """benchmarks/entry_cost.py (a 1-element call's entry, recording and backward) runs and reports both
+    libraries, and the dispatcher level's routes off and on."""
     import subprocess
     import sys
     from pathlib import Path
@@ -231,3 +232,6 @@ def test_entry_cost_script_runs():
     times = [line.split()[0] for line in out.stdout.splitlines() if line.strip().endswith(" us")]
     assert times == (["torch.ops.torch_aclnn.elu", "torch.ops.aten.elu", "F.elu"] * 2 + ["torch_aclnn", "aten"]
                      + ["elu:", "interpolate:", "smooth_l1_loss:", "max_unpool3d:"]), out.stdout
+    if "patch(dispatcher)" in bench_model._modes():  # (torch >= 2.9) F's calls with the routes off and on
+        routes = [line.split()[0] for line in out.stdout.splitlines() if line.strip().endswith("x)")]
+        assert routes == ["elu:", "interpolate:", "smooth_l1_loss:", "max_unpool3d:"], out.stdout
