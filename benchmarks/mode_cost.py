@@ -24,7 +24,6 @@ patch()'s cost that no work inside torch_aclnn's handler can remove.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import statistics
 import time
@@ -66,13 +65,12 @@ def main() -> None:
     n, c, edge = a.size
     base = bench_model.UNet3d(torch.nn, c).to(a.device)
     batch = bench_model._batch(n, edge, a.device)
-    models = {"torch": (copy.deepcopy(base), contextlib.nullcontext),
+    contexts = bench_model._contexts()  # (the model benchmark's; no dispatcher level on torch < 2.9)
+    models = {"torch": (copy.deepcopy(base), contexts["torch"]),
               "empty mode": (copy.deepcopy(base), EmptyMode),
-              "patch()": (copy.deepcopy(base), torch_aclnn.patched),
-              "patch(dispatcher)": (copy.deepcopy(base), lambda: torch_aclnn.patched(level="dispatcher")),
-              "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), contextlib.nullcontext)}
-    if "patch(dispatcher)" not in bench_model._modes():  # (torch < 2.9)
-        del models["patch(dispatcher)"]
+              **{mode: (copy.deepcopy(base), contexts[mode]) for mode in ("patch()", "patch(dispatcher)")
+                 if mode in contexts},
+              "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), contexts["convert()"])}
     steps = {name: bench_model._stepper(model, batch, False, "") for name, (model, _) in models.items()}
     counter = CountingMode()
     with counter:

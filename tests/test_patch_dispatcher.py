@@ -14,11 +14,12 @@ import torch
 import torch.nn.functional as F
 
 import torch_aclnn
+from torch_aclnn.testing import make_layout
 
 pytestmark = pytest.mark.skipif(not torch_aclnn._patch.ROUTED_OPERATORS,
                                 reason="patch(level='dispatcher') needs torch >= 2.9 (test_patch.py checks its error)")
 
-LAYOUTS = ("contiguous", "non-contiguous", "channels_last_3d")
+LAYOUTS = ("contiguous", "permuted", "channels_last_3d")  # (torch_aclnn.testing.make_layout's)
 
 
 @pytest.fixture(autouse=True)
@@ -29,17 +30,9 @@ def _clean():
     assert not torch_aclnn.is_patched("dispatcher")
 
 
-def _layout(t, layout):
-    if layout == "non-contiguous":
-        return t.transpose(-1, -2).contiguous().transpose(-1, -2)[..., ::1]  # (W not fastest)
-    if layout == "channels_last_3d":
-        return t.contiguous(memory_format=torch.channels_last_3d)
-    return t.contiguous()
-
-
 def _x(shape=(2, 3, 4, 4, 6), layout="contiguous", dtype=torch.float64):
     g = torch.Generator().manual_seed(0)
-    return _layout(torch.randn(shape, dtype=dtype, generator=g), layout).requires_grad_()
+    return make_layout(torch.randn(shape, dtype=dtype, generator=g), layout).requires_grad_()
 
 
 def _unpool(x):
@@ -217,7 +210,7 @@ PASSED = [
     ("aten::elu_backward", lambda: torch.ops.aten.elu_backward(
         torch.ones(4, 5), 1.0, 1.0, 1.0, False, torch.randn(5, 4).t())),                     # layouts differ
     ("aten::max_unpool3d", lambda: torch.ops.aten.max_unpool3d(torch.ones(1, 1, 2, 2, 2), torch.zeros(
-        1, 1, 2, 2, 2, dtype=torch.int64), [1, 2, 2], [1, 1, 1], [0, 0, 0])),  # a smaller output (equal values: any winner)
+        1, 1, 2, 2, 2, dtype=torch.int64), [1, 2, 2], [1, 1, 1], [0, 0, 0])),  # a smaller output (any winner)
 ]
 
 
@@ -248,7 +241,7 @@ def test_gradient_layouts_are_torchs(layout):
     in every layout)."""
     x = _x(layout=layout)
     for fn in (lambda t: F.elu(t).sum(), lambda t: F.selu(t).mean(),
-               lambda t: (F.interpolate(t, scale_factor=2) * _layout(torch.ones(2, 3, 8, 8, 12), layout)).sum()):
+               lambda t: (F.interpolate(t, scale_factor=2) * make_layout(torch.ones(2, 3, 8, 8, 12), layout)).sum()):
         (want,) = torch.autograd.grad(fn(x), x)
         with torch_aclnn.patched(level="dispatcher") as stats:
             (got,) = torch.autograd.grad(fn(x), x)

@@ -229,8 +229,8 @@ def _new_mode(stats: Optional[PatchStats]) -> _RoutingMode:
 # ---------------------------------------------------------------------------
 # level="dispatcher": csrc/dropin.cpp's routes, switched on process-wide.
 
-_aten_on = False
-_aten_users: List[Optional[PatchStats]] = []  # one per patch(level="dispatcher") / patched(...) block: its counts
+# one per patch(level="dispatcher") / patched(...) block: its counts; the routes are on while there is one
+_aten_users: List[Optional[PatchStats]] = []
 _aten_patch: Optional[tuple] = None         # (its counts,) while patch(level="dispatcher") is a user
 
 
@@ -251,9 +251,7 @@ def _aten_keys() -> list:
 def _aten_add(stats: Optional[PatchStats]) -> None:
     """Adds a user of the routes, counting into ``stats``, switching them on
     (again: the keys follow _dropin.ROUTE_POOL_ON_CPU as it is now). Under _lock."""
-    global _aten_on
     _C()._route_aten(_aten_keys())
-    _aten_on = True
     if stats is not None:
         stats._aten_start()
     _aten_users.append(stats)
@@ -262,16 +260,14 @@ def _aten_add(stats: Optional[PatchStats]) -> None:
 def _aten_remove(stats: Optional[PatchStats]) -> None:
     """Removes a user, switching the routes off after the last (every call
     goes to aten's own kernel again). Under _lock."""
-    global _aten_on
     for i, user in enumerate(_aten_users):  # (by identity: PatchStats defines no ==)
         if user is stats:
             del _aten_users[i]
             break
     if stats is not None:
         stats._aten_stop()
-    if not _aten_users and _aten_on:
+    if not _aten_users:
         _C()._unroute_aten()
-        _aten_on = False
 
 
 def _check_level(level: str) -> None:
@@ -352,7 +348,7 @@ def is_patched(level: str = "function") -> bool:
     is active; ``level="dispatcher"``: whether its routes are switched on (in every thread)."""
     _check_level(level)
     if level == "dispatcher":
-        return _aten_on
+        return bool(_aten_users)
     return any(isinstance(m, _RoutingMode) for m in function_mode_stack())
 
 
