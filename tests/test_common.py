@@ -428,3 +428,58 @@ def test_nan_inf_propagate_like_aten(name):
         torch.testing.assert_close(ours, theirs, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{s}: {m}")
         n += 1
     assert n > 0
+
+
+def test_public_plans_keep_results_not_errors(monkeypatch):
+    """The Python API's plans (an output size, a window) are kept per input
+    shape and plain argument values and types; a call whose arguments break
+    the contract raises every time, also after the same values of other
+    types were planned."""
+    from torch_aclnn.ops import _common
+    monkeypatch.setattr(_common, "_PLANS", {})
+    x = torch.randn(1, 2, 2, 2, 2)
+    pooled, indices = torch.nn.functional.max_pool3d(x, 2, return_indices=True)
+    for _ in range(2):
+        assert torch.equal(torch_aclnn.max_unpool3d(pooled, indices, 2),
+                           torch.nn.functional.max_unpool3d(pooled, indices, 2))
+        assert torch.equal(torch_aclnn.upsample_nearest3d(x, scale_factor=2),
+                           torch.nn.functional.interpolate(x, scale_factor=2))
+        assert torch.equal(torch_aclnn.max_pool3d_with_indices(x, 2)[1], indices)
+    assert len(_common._PLANS) == 3
+    for _ in range(2):
+        with pytest.raises(TypeError, match=r"\[torch_aclnn 161002\] max_unpool3d: kernel_size must be an int"):
+            torch_aclnn.max_unpool3d(pooled, indices, 2.0)
+        with pytest.raises(TypeError, match=r"\[torch_aclnn 161002\] max_pool3d_with_indices: kernel_size"):
+            torch_aclnn.max_pool3d_with_indices(x, True)
+        with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] upsample_nearest3d: input must be 5-D"):
+            torch_aclnn.upsample_nearest3d(x[0], scale_factor=2)
+    assert len(_common._PLANS) == 3
+
+
+def test_common_call_and_checked_call_agree():
+    """Each Python function sends a call whose arguments have the schema's own
+    types straight to the operator and checks any other call first: both
+    forms of one call give the same bits."""
+    import numpy as np
+    ta = torch_aclnn
+    x, g = torch.randn(1, 2, 2, 2, 2, dtype=torch.float64), torch.randn(1, 2, 4, 4, 4, dtype=torch.float64)
+    t = torch.randn(1, 2, 2, 2, 2, dtype=torch.float64)
+    pooled, idx = torch.nn.functional.max_pool3d(g, 2, return_indices=True)
+    i64 = np.int64
+    pairs = [
+        (lambda: ta.elu(x, 0.5), lambda: ta.elu(x, np.float64(0.5))),
+        (lambda: ta.selu(x), lambda: ta.elu(x, ta.ops.elu.SELU_ALPHA, scale=ta.ops.elu.SELU_SCALE)),
+        (lambda: ta.elu_backward(x, 1.0, 2.0, 1.0, False, t), lambda: ta.elu_backward(x, 1, 2, 1, False, t)),
+        (lambda: ta.smooth_l1_loss(x, t, "sum", 0.5), lambda: ta.smooth_l1_loss(x, t, 2, np.float32(0.5))),
+        (lambda: ta.smooth_l1_loss_backward(x, x, t, "none", 2.0), lambda: ta.smooth_l1_loss_backward(x, x, t, 0, 2)),
+        (lambda: ta.upsample_nearest3d_backward(g, [4, 4, 4], [1, 2, 2, 2, 2], 2.0, 2.0, 2.0),
+         lambda: ta.upsample_nearest3d_backward(g, (i64(4),) * 3, torch.Size([1, 2, 2, 2, 2]), 2, 2, 2)),
+        (lambda: ta.upsample_nearest_exact3d_backward(g, [4, 4, 4], [1, 2, 2, 2, 2]),
+         lambda: ta.upsample_nearest_exact3d_backward(g, [i64(4)] * 3, [1, 2, i64(2), 2, 2])),
+        (lambda: ta.max_unpool3d_backward(g, pooled, idx, [4, 4, 4], [2, 2, 2], [0, 0, 0]),
+         lambda: ta.max_unpool3d_backward(g, pooled, idx, [i64(4)] * 3, (2, 2, 2), [0, 0, i64(0)])),
+        (lambda: ta.max_pool3d_with_indices_backward(pooled, g, idx, 2),
+         lambda: ta.max_pool3d_with_indices_backward(pooled, g, idx, [i64(2)] * 3, None, [0], (1, 1, 1))),
+    ]
+    for common, checked in pairs:
+        assert torch.equal(common(), checked())

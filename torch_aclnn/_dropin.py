@@ -29,6 +29,7 @@ import torch.nn.functional as F
 
 from ._registry import OPERATORS
 from ._torch_api import functorch_transforms_active, has_kernel, is_view, privateuse1_name
+from .ops._common import planned
 from .ops import elu as _elu, max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
 
 __all__ = ["ROUTES", "call", "decide"]
@@ -140,59 +141,6 @@ def _contract(fn: Callable, *args):
         raise
 
 
-def _plan_key(shape, args):
-    """A hashable key equal only for the same sizes and the same argument
-    values and types (None, bool, int, float, or a list / tuple of ints and
-    floats), else None (a symbolic size, another type)."""
-    for size in shape:
-        if type(size) is not int:  # (symbolic sizes outside dynamo)
-            return None
-    parts = [tuple(shape)]
-    for v in args:
-        t = type(v)
-        if v is None or t is int or t is float or t is bool:
-            parts.append((t, v))
-        elif t is list or t is tuple:
-            types = tuple(map(type, v))
-            for e in types:
-                if e is not int and e is not float:
-                    return None
-            parts.append((types, tuple(v)))
-        else:
-            return None
-    return tuple(parts)
-
-
-# (plan, op, input shape, arguments) -> the plan's result or reason; see _planned.
-_PLANS: Dict[tuple, object] = {}
-_PLANS_MAX = 1024
-
-
-def _planned(plan: Callable, op: str, input, *args):
-    """``_contract(plan, op, input, *args)``: the part of a decision that
-    depends only on the input's shape and plain arguments (the arithmetic
-    that turns F's arguments into the operator's: its output size, stride,
-    ..., and the rules on them), giving the operator's arguments or the
-    reason to pass the call through. A training step repeats the same calls,
-    so in eager mode the result is kept per distinct (shape, arguments) when
-    the arguments are all plain values (:func:`_plan_key`; at most
-    ``_PLANS_MAX`` of them, then the cache starts over). Compiled code plans
-    at trace time. The results are shared: callers must not modify them."""
-    if torch.compiler.is_compiling():
-        return _contract(plan, op, input, *args)
-    key = _plan_key(input.shape, args)
-    if key is None:
-        return _contract(plan, op, input, *args)
-    key = (plan, op, key)
-    hit = _PLANS.get(key)
-    if hit is None:
-        hit = _contract(plan, op, input, *args)
-        if len(_PLANS) >= _PLANS_MAX:
-            _PLANS.clear()
-        _PLANS[key] = hit
-    return hit
-
-
 # ---------------------------------------------------------------------------
 # One decision per torch function, with its signature.
 
@@ -212,7 +160,7 @@ def _interpolate_plan(op, input, size, scale_factor, recompute_scale_factor, ali
     for s in input.shape[1:]:
         if not s > 0:  # (torch refuses an empty C, D, H or W; an empty N is fine)
             return "an empty C, D, H or W axis"
-    return _up._resolve(op, input, size, scale_factor, recompute_scale_factor)
+    return _contract(_up._resolve, op, input, size, scale_factor, recompute_scale_factor)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -226,12 +174,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     why = _tensor(input, op)
     if why:
         return why
-    resolved = _planned(_interpolate_plan, op, input, size, scale_factor, recompute_scale_factor, align_corners,
-                        antialias)
+    resolved = planned(_interpolate_plan, op, input, size, scale_factor, recompute_scale_factor, align_corners,
+                       antialias)
     if isinstance(resolved, str):
         return resolved
     output_size, scales = resolved
-    return getattr(torch.ops.torch_aclnn, op)(input, output_size, *scales)
+    return _up.OPS[op](input, output_size, *scales)
 
 
 def _elu_call(input, alpha, scale, input_scale, inplace) -> Decision:
@@ -252,6 +200,8 @@ def _elu_call(input, alpha, scale, input_scale, inplace) -> Decision:
             return "inplace=True on a leaf, a view or under torch.func"
         if not alpha >= 0:
             return "inplace=True with alpha < 0"
+    if not inplace:
+        return _elu.ELU(input, alpha, scale, input_scale)
     return _elu._elu(input, alpha, scale, input_scale, inplace)
 
 
@@ -365,7 +315,9 @@ def _unpool_plan(op, input, kernel_size, stride, padding, output_size):
     if not (_ints(kernel_size) and _ints(padding) and (stride is None or _ints(stride))
             and (output_size is None or _ints(output_size))):
         return "kernel_size, stride, padding or output_size not ints"
-    plan = _unpool.plan(op, input, kernel_size, stride, padding, output_size)
+    plan = _contract(_unpool.plan, op, input, kernel_size, stride, padding, output_size)
+    if isinstance(plan, str):
+        return plan
     if math.prod(plan[0]) < math.prod(input.shape[-3:]):
         return "output volume smaller than the input's D*H*W (overlapping pooling windows)"
     return plan
@@ -383,10 +335,10 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
         return f"{input.dim()}-D input"
     if input.shape != indices.shape:
         return "input and indices shapes differ"
-    plan = _planned(_unpool_plan, "max_unpool3d", input, kernel_size, stride, padding, output_size)
+    plan = planned(_unpool_plan, "max_unpool3d", input, kernel_size, stride, padding, output_size)
     if isinstance(plan, str):
         return plan
-    out = torch.ops.torch_aclnn.max_unpool3d(input, indices, *plan)
+    out = _unpool.MAX_UNPOOL(input, indices, *plan)
     return out if out.is_contiguous() else out.contiguous()  # torch's result is contiguous in every layout
 
 
@@ -419,11 +371,11 @@ def _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, r
     if not return_indices and input.device.type == "cpu" and input.dtype in (torch.float16, torch.bfloat16) \
             and torch.is_autocast_enabled("cpu"):
         return "autocast on CPU (aten's max_pool3d without indices runs in float32 there)"
-    window = _planned(_pool_plan, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
-                      return_indices)
+    window = planned(_pool_plan, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
     if isinstance(window, str):
         return window
-    return torch.ops.torch_aclnn.max_pool3d_with_indices(input, *window)
+    return _pool.MAX_POOL(input, *window)
 
 
 def _pool_plan(op, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
@@ -433,7 +385,7 @@ def _pool_plan(op, input, kernel_size, stride, padding, dilation, ceil_mode, ret
         return "kernel_size, stride, padding or dilation not ints"
     if not isinstance(ceil_mode, bool) or not isinstance(return_indices, bool):
         return "ceil_mode or return_indices not a bool"
-    return _pool.plan(op, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _contract(_pool.plan, op, input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

@@ -376,73 +376,77 @@ def _max_pool_cases():
 def _overhead_cases(grad: bool):
     """1-element calls with autograd off (grad=False: no input requires grad)
     or on (every floating input requires grad, so both sides record the call
-    for backward)."""
+    for backward), each through torch_aclnn's Python API (what a user calls:
+    the argument checks, then the operator through torch.ops) against the
+    torch call a user makes for the same result: the torch.nn.functional
+    function where torch has one, else torch.ops.aten's operator (an index
+    gather for max_unpool3d_backward, which aten lacks)."""
+    from . import ops  # (the public API; imported here, as torch_aclnn imports this module)
+    up, elu_ops, sl1_ops = ops.upsample, ops.elu, ops.smooth_l1
+    unpool_ops, pool_ops = ops.max_unpool, ops.max_pool
     f32 = torch.float32
     one5 = [1, 1, 1, 1, 1]
 
     def randn(shape):
         return torch.randn(shape).requires_grad_(grad)
 
-    def ups(fwd, aten_fwd, aten_bwd):
+    def ups(fwd, mode, aten_bwd):
         def f(size):
             x = randn(one5)
-            return Setup(lambda: getattr(_ours, fwd)(x, [1, 1, 1]), lambda: aten_fwd(x, [1, 1, 1]), [x])
+            return Setup(lambda: getattr(up, fwd)(x, [1, 1, 1]), lambda: F.interpolate(x, [1, 1, 1], mode=mode), [x])
 
         def b(size):
             g = randn(one5)
-            return Setup(lambda: getattr(_ours, f"{fwd}_backward")(g, [1, 1, 1], one5),
+            return Setup(lambda: getattr(up, f"{fwd}_backward")(g, [1, 1, 1], one5),
                          lambda: aten_bwd(g, [1, 1, 1], one5), [g])
-        return [(fwd, f, _name(aten_fwd)),
+        return [(fwd, f, f"F.interpolate ({mode})"),
                 (f"{fwd}_backward", b, _name(aten_bwd))]
 
     def elu(size):
         x = randn(1)
-        return Setup(lambda: _ours.elu(x, 1.0, 1.0, 1.0), lambda: F.elu(x), [x])
+        return Setup(lambda: elu_ops.elu(x), lambda: F.elu(x), [x])
 
     def elu_b(size):
         g, x = randn(1), randn(1)
-        return Setup(lambda: _ours.elu_backward(g, 1.0, 1.0, 1.0, False, x),
+        return Setup(lambda: elu_ops.elu_backward(g, 1.0, 1.0, 1.0, False, x),
                      lambda: _aten.elu_backward(g, 1.0, 1.0, 1.0, False, x), [g, x])
 
     def sl1(size):
         a, b = randn(1), randn(1)
-        return Setup(lambda: _ours.smooth_l1_loss(a, b, 1, 1.0), lambda: F.smooth_l1_loss(a, b), [a, b])
+        return Setup(lambda: sl1_ops.smooth_l1_loss(a, b), lambda: F.smooth_l1_loss(a, b), [a, b])
 
     def sl1_b(size):
         g, a, b = randn(()), randn(1), randn(1)
-        return Setup(lambda: _ours.smooth_l1_loss_backward(g, a, b, 1, 1.0),
+        return Setup(lambda: sl1_ops.smooth_l1_loss_backward(g, a, b, "mean", 1.0),
                      lambda: _aten.smooth_l1_loss_backward(g, a, b, 1, 1.0), [g, a, b])
 
     def unpool(size):
         x, idx = randn(one5), torch.zeros(one5, dtype=torch.int64)
-        return Setup(lambda: _ours.max_unpool3d(x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]),
-                     lambda: F.max_unpool3d(x, idx, 1, output_size=[1, 1, 1]), [x, idx])
+        return Setup(lambda: unpool_ops.max_unpool3d(x, idx, 1), lambda: F.max_unpool3d(x, idx, 1), [x, idx])
 
     def unpool_b(size):
         g, x, idx = randn(one5), randn(one5), torch.zeros(one5, dtype=torch.int64)
-        return Setup(lambda: _ours.max_unpool3d_backward(g, x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+        return Setup(lambda: unpool_ops.max_unpool3d_backward(g, x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]),
                      lambda: g.flatten(-3).gather(-1, idx.flatten(-3)).view(x.shape), [g, idx])
 
     def pool(size):
         x = randn(one5)
-        w = ([1], [1], [0], [1], False)
-        return Setup(lambda: _ours.max_pool3d_with_indices(x, *w), lambda: _aten.max_pool3d_with_indices(x, *w), [x])
+        return Setup(lambda: pool_ops.max_pool3d_with_indices(x, 1), lambda: F.max_pool3d(x, 1, return_indices=True),
+                     [x])
 
     def pool_b(size):
         g, x, idx = randn(one5), randn(one5), torch.zeros(one5, dtype=torch.int64)
-        w = ([1], [1], [0], [1], False)
-        return Setup(lambda: _ours.max_pool3d_with_indices_backward(g, x, idx, *w),
-                     lambda: _aten.max_pool3d_with_indices_backward(g, x, *w, idx), [g, idx])
+        return Setup(lambda: pool_ops.max_pool3d_with_indices_backward(g, x, idx, 1),
+                     lambda: _aten.max_pool3d_with_indices_backward(g, x, [1], [1], [0], [1], False, idx), [g, idx])
 
-    entries = (ups("upsample_nearest3d", _aten.upsample_nearest3d, _aten.upsample_nearest3d_backward)
-               + ups("upsample_nearest_exact3d", _aten._upsample_nearest_exact3d,
-                     _aten._upsample_nearest_exact3d_backward)
+    entries = (ups("upsample_nearest3d", "nearest", _aten.upsample_nearest3d_backward)
+               + ups("upsample_nearest_exact3d", "nearest-exact", _aten._upsample_nearest_exact3d_backward)
                + [("elu", elu, "F.elu"), ("elu_backward", elu_b, "aten.elu_backward"),
                   ("smooth_l1_loss", sl1, "F.smooth_l1_loss (mean)"),
                   ("smooth_l1_loss_backward", sl1_b, "aten.smooth_l1_loss_backward (mean)"),
                   ("max_unpool3d", unpool, "F.max_unpool3d"),
                   ("max_unpool3d_backward", unpool_b, "gather"),
-                  ("max_pool3d_with_indices", pool, "aten.max_pool3d_with_indices"),
+                  ("max_pool3d_with_indices", pool, "F.max_pool3d (return_indices)"),
                   ("max_pool3d_with_indices_backward", pool_b, "aten.max_pool3d_with_indices_backward")])
     name, target = ("1 element, autograd on", 1.2) if grad else ("1 element", 1.5)
     return [Case(op, name, f32, "functional", build, kind="overhead", aten_name=aten, target_overhead=target)

@@ -6,7 +6,7 @@ import logging
 import math
 import numbers
 import operator
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import torch
 
@@ -46,6 +46,59 @@ def require(op: str, **args: Any) -> None:
     for name, value in args.items():
         if value is None:
             raise TypeError(contract_error(NULLPTR, op, f"{name} is required, got None"))
+
+
+def _plan_key(shape, args):
+    """A hashable key equal only for the same sizes and the same argument
+    values and types (None, bool, int, float, or a list / tuple of ints and
+    floats), else None (a symbolic size, another type)."""
+    for size in shape:
+        if type(size) is not int:  # (symbolic sizes outside dynamo)
+            return None
+    parts = [tuple(shape)]
+    for v in args:
+        t = type(v)
+        if v is None or t is int or t is float or t is bool:
+            parts.append((t, v))
+        elif t is list or t is tuple:
+            types = tuple(map(type, v))
+            for e in types:
+                if e is not int and e is not float:
+                    return None
+            parts.append((types, tuple(v)))
+        else:
+            return None
+    return tuple(parts)
+
+
+# (plan, op, input shape, arguments) -> the plan's result; see planned.
+_PLANS: Dict[tuple, Any] = {}
+_PLANS_MAX = 1024
+
+
+def planned(plan: Callable, op: str, input: Optional[torch.Tensor], *args: Any) -> Any:
+    """``plan(op, input, *args)`` for a plan that reads only ``input``'s shape
+    (or nothing of it: ``input`` None) and the plain arguments: the
+    arithmetic that turns a call's arguments into the operator's (an output
+    size, a window, ...) and the rules on them. A training step repeats the
+    same calls, so in eager mode the result is kept per distinct (shape,
+    arguments) when the arguments are all plain values (:func:`_plan_key`;
+    at most ``_PLANS_MAX`` of them, then the cache starts over); a plan that
+    raises keeps nothing. Compiled code plans at trace time. The results are
+    shared: callers must not modify them."""
+    if torch.compiler.is_compiling() or not (input is None or isinstance(input, torch.Tensor)):
+        return plan(op, input, *args)
+    key = _plan_key(() if input is None else input.shape, args)  # (a plan given None for a tensor raises)
+    if key is None:
+        return plan(op, input, *args)
+    key = (plan, op, key)
+    hit = _PLANS.get(key)
+    if hit is None:
+        hit = plan(op, input, *args)
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = hit
+    return hit
 
 
 def invalid(op: str, message: str, exc: type = ValueError) -> Exception:
@@ -249,6 +302,28 @@ def scaled_size(op: str, name: str, size: Any, scale: Any, axis: str, shown: Any
             raise invalid(op, f"{name} {_show(shown)} gives an output size of {out} on axis {axis} "
                           f"(floor({size} * {scale!r})); every output size must be > 0")
     return out
+
+
+_INT = frozenset((int,))
+_OPTIONAL_FLOAT = frozenset((float, type(None)))
+
+
+def plain_ints(*values: Any) -> bool:
+    """Whether each value is a list or tuple of ints (exactly int: not bool,
+    not symbolic) in int64's range: an int-array argument that needs none of
+    :func:`int_arg`'s checks."""
+    for v in values:
+        t = type(v)
+        if (t is not list and t is not tuple) or not _INT.issuperset(map(type, v)):
+            return False
+        if v and not (INT64_MIN <= min(v) and max(v) <= INT64_MAX):
+            return False
+    return True
+
+
+def optional_floats(*values: Any) -> bool:
+    """Whether each value is None or exactly a float."""
+    return _OPTIONAL_FLOAT.issuperset(map(type, values))
 
 
 def optional_real(op: str, name: str, value: Any) -> Any:

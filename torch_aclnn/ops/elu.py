@@ -17,12 +17,16 @@ from typing import Optional
 
 import torch
 
+from .._torch_api import direct
 from ._common import (batch_first, bool_arg, invalid, real_arg, register_autograd, register_vmap, require, reverse,
                       vmap_loop)
 
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
 _ops = torch.ops.torch_aclnn
+ELU = direct(_ops.elu.default)  # (also the drop-in decision's, torch_aclnn/_dropin.py)
+_ELU_BACKWARD = direct(_ops.elu_backward.default)
+_Tensor = torch.Tensor
 
 # torch.nn.functional.selu's constants (aten's SELU_ALPHA / SELU_SCALE).
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -56,7 +60,7 @@ def _elu(input: torch.Tensor, alpha, scale, input_scale, inplace: bool) -> torch
     error, as the result does not determine the input). The kernel itself is
     out-of-place, so the call briefly needs one temporary of the input's size."""
     if not inplace:
-        return _ops.elu(input, alpha, scale, input_scale)
+        return ELU(input, alpha, scale, input_scale)
     if torch.is_grad_enabled() and input.requires_grad:
         return _EluInplace.apply(input, alpha, scale, input_scale)
     return input.copy_(_ops.elu(input, alpha, scale, input_scale))
@@ -78,6 +82,11 @@ def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale
     0 to 8 dims; any strides. Differentiable (the gradient is
     :func:`elu_backward` with ``is_result=False``).
     """
+    # The common call first: arguments of the schema's own types go straight to the operator (its
+    # contract checks the values); any other call takes the checks below, which name the argument.
+    if type(alpha) is float and type(scale) is float and type(input_scale) is float and inplace is False \
+            and isinstance(input, _Tensor):
+        return ELU(input, alpha, scale, input_scale)
     require("elu", input=input, alpha=alpha, scale=scale, input_scale=input_scale)
     alpha, scale, input_scale = _params("elu", alpha=alpha, scale=scale, input_scale=input_scale)
     return _elu(input, alpha, scale, input_scale, bool_arg("elu", "inplace", inplace))
@@ -86,6 +95,8 @@ def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale
 def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """``F.selu(input)``: :func:`elu` with alpha = 1.6732632423543772 and
     scale = 1.0507009873554805."""
+    if inplace is False and isinstance(input, _Tensor):  # (as in elu)
+        return ELU(input, SELU_ALPHA, SELU_SCALE, 1.0)
     require("selu", input=input)
     return _elu(input, SELU_ALPHA, SELU_SCALE, 1.0, bool_arg("selu", "inplace", inplace))
 
@@ -141,6 +152,9 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
     ``out``: grad_output's shape, and grad_output's dtype or a wider float
     dtype (values are rounded in grad_output's dtype, then widened exactly).
     """
+    if type(alpha) is float and type(scale) is float and type(input_scale) is float and type(is_result) is bool \
+            and out is None and isinstance(grad_output, _Tensor) and isinstance(self_or_result, _Tensor):  # (as in elu)
+        return _ELU_BACKWARD(grad_output, alpha, scale, input_scale, is_result, self_or_result)
     require("elu_backward", grad_output=grad_output, alpha=alpha, scale=scale, input_scale=input_scale,
             is_result=is_result, self_or_result=self_or_result)
     alpha, scale, input_scale = _params("elu_backward", alpha=alpha, scale=scale, input_scale=input_scale)
@@ -149,7 +163,7 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
         _ops.elu_backward.grad_input(grad_output, alpha, scale, input_scale, is_result, self_or_result,
                                      grad_input=out)
         return out
-    return _ops.elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result)
+    return _ELU_BACKWARD(grad_output, alpha, scale, input_scale, is_result, self_or_result)
 
 
 # ---------------------------------------------------------------------------

@@ -13,11 +13,14 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
-from ._common import bool_arg, int_array, invalid, plane_vmap, register_autograd, register_vmap, require
+from .._torch_api import direct
+from ._common import bool_arg, int_array, invalid, planned, plane_vmap, register_autograd, register_vmap, require
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
 _ops = torch.ops.torch_aclnn
+MAX_POOL = direct(_ops.max_pool3d_with_indices.default)
+_MAX_POOL_BACKWARD = direct(_ops.max_pool3d_with_indices_backward.default)
 
 Size3 = Union[int, Sequence[int]]
 
@@ -34,6 +37,13 @@ def _window(op: str, kernel_size: Size3, stride: Optional[Size3], padding: Size3
     values are the contract's rules)."""
     return (_as_list(op, "kernel_size", kernel_size), [] if stride is None else _as_list(op, "stride", stride),
             _as_list(op, "padding", padding), _as_list(op, "dilation", dilation), bool_arg(op, "ceil_mode", ceil_mode))
+
+
+def _window_plan(op: str, _input: None, kernel_size, stride, padding, dilation, ceil_mode) -> tuple:
+    """:func:`_window` as a plan (:func:`planned`, the same for every input),
+    the arguments it needs given."""
+    require(op, kernel_size=kernel_size, padding=padding, dilation=dilation, ceil_mode=ceil_mode)
+    return _window(op, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def triples(kernel_size: list, stride: list, padding: list, dilation: list) -> tuple:
@@ -93,10 +103,9 @@ def max_pool3d_with_indices(input: torch.Tensor, kernel_size: Size3, stride: Opt
     kernel size. float32, float64, float16 or bfloat16, any strides.
     """
     op = "max_pool3d_with_indices"
-    require(op, input=input, kernel_size=kernel_size, padding=padding, dilation=dilation, ceil_mode=ceil_mode)
-    values, indices = _ops.max_pool3d_with_indices(input, *_window(op, kernel_size, stride, padding, dilation,
-                                                                   ceil_mode))
-    return values, indices
+    if input is None:
+        require(op, input=input)
+    return MAX_POOL(input, *planned(_window_plan, op, None, kernel_size, stride, padding, dilation, ceil_mode))
 
 
 def max_pool3d(input: torch.Tensor, kernel_size: Size3, stride: Optional[Size3] = None, padding: Size3 = 0,
@@ -129,13 +138,13 @@ def max_pool3d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tens
     IndexError naming it. ``out=`` has ``self``'s shape and dtype, any layout.
     """
     op = "max_pool3d_with_indices_backward"
-    require(op, grad_output=grad_output, self=self, indices=indices, kernel_size=kernel_size, padding=padding,
-            dilation=dilation, ceil_mode=ceil_mode)
-    args = (grad_output, self, indices, *_window(op, kernel_size, stride, padding, dilation, ceil_mode))
+    if grad_output is None or self is None or indices is None:
+        require(op, grad_output=grad_output, self=self, indices=indices)
+    window = planned(_window_plan, op, None, kernel_size, stride, padding, dilation, ceil_mode)
     if out is not None:
-        _ops.max_pool3d_with_indices_backward.grad_input(*args, grad_input=out)
+        _ops.max_pool3d_with_indices_backward.grad_input(grad_output, self, indices, *window, grad_input=out)
         return out
-    return _ops.max_pool3d_with_indices_backward(*args)
+    return _MAX_POOL_BACKWARD(grad_output, self, indices, *window)
 
 
 # ---------------------------------------------------------------------------

@@ -13,11 +13,15 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import INT64_MAX, int_array, int_list, invalid, plane_vmap, register_autograd, register_vmap, require
+from .._torch_api import direct
+from ._common import (INT64_MAX, int_array, int_list, invalid, plain_ints, planned, plane_vmap, register_autograd,
+                      register_vmap, require)
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
 _ops = torch.ops.torch_aclnn
+MAX_UNPOOL = direct(_ops.max_unpool3d.default)
+_MAX_UNPOOL_BACKWARD = direct(_ops.max_unpool3d_backward.default)
 
 Size3 = Union[int, Sequence[int]]
 
@@ -85,11 +89,19 @@ def max_unpool3d(input: torch.Tensor, indices: torch.Tensor, kernel_size: Size3,
     argument.
     """
     op = "max_unpool3d"
-    require(op, input=input, indices=indices, kernel_size=kernel_size, padding=padding)
+    if input is None or indices is None:
+        require(op, input=input, indices=indices)
+    return MAX_UNPOOL(input, indices, *planned(_checked_plan, op, input, kernel_size, stride, padding, output_size))
+
+
+def _checked_plan(op: str, input: torch.Tensor, kernel_size, stride, padding, output_size) -> tuple:
+    """:func:`plan` for max_unpool3d's own API (a plan, :func:`planned`):
+    the arguments it needs given, the input 4-D or 5-D."""
+    require(op, kernel_size=kernel_size, padding=padding)
     if input.dim() not in (4, 5):
         raise invalid(op, f"input must be 4-D (N, D, H, W) or 5-D (N, C, D, H, W), got {input.dim()}-D "
                       f"with shape {list(input.shape)}")
-    return _ops.max_unpool3d(input, indices, *plan(op, input, kernel_size, stride, padding, output_size))
+    return plan(op, input, kernel_size, stride, padding, output_size)
 
 
 def plan(op: str, input: torch.Tensor, kernel_size: Size3, stride: Optional[Size3], padding: Size3,
@@ -114,16 +126,19 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
     ``stride`` and ``padding`` are validated (3 elements, stride > 0) but not
     used. ``out=`` must be contiguous, of ``self``'s shape and dtype.
     """
-    require("max_unpool3d_backward", grad_output=grad_output, self=self, indices=indices,
-            output_size=output_size, stride=stride, padding=padding)
     op = "max_unpool3d_backward"
+    if out is None and isinstance(grad_output, torch.Tensor) and isinstance(self, torch.Tensor) \
+            and isinstance(indices, torch.Tensor) and plain_ints(output_size, stride, padding):  # (see elu.py)
+        return _MAX_UNPOOL_BACKWARD(grad_output, self, indices, output_size, stride, padding)
+    require(op, grad_output=grad_output, self=self, indices=indices, output_size=output_size, stride=stride,
+            padding=padding)
     output_size, stride, padding = (int_array(op, "output_size", output_size), int_array(op, "stride", stride),
                                     int_array(op, "padding", padding))
     if out is not None:
         _ops.max_unpool3d_backward.grad_input(grad_output, self, indices, output_size, stride, padding,
                                               grad_input=out)
         return out
-    return _ops.max_unpool3d_backward(grad_output, self, indices, output_size, stride, padding)
+    return _MAX_UNPOOL_BACKWARD(grad_output, self, indices, output_size, stride, padding)
 
 
 # ---------------------------------------------------------------------------

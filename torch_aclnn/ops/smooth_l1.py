@@ -19,11 +19,15 @@ from typing import Optional, Union
 
 import torch
 
+from .._torch_api import direct
 from ._common import batch_first, invalid, real_arg, register_autograd, register_vmap, require, reverse, vmap_loop
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
 _ops = torch.ops.torch_aclnn
+_SMOOTH_L1 = direct(_ops.smooth_l1_loss.default)
+_SMOOTH_L1_BACKWARD = direct(_ops.smooth_l1_loss_backward.default)
+_Tensor = torch.Tensor
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
@@ -50,9 +54,14 @@ def smooth_l1_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reducti
     target; 'mean' and 'sum' are 0-dim ('mean' of no elements is NaN) and are
     reduced deterministically in float64 on CPU.
     """
+    # The common call first: arguments of the schema's own types go straight to the operator (its
+    # contract checks the values); any other call takes the checks below, which name the argument.
+    if type(beta) is float and type(reduction) is str and reduction in _REDUCTIONS and isinstance(input, _Tensor) \
+            and isinstance(target, _Tensor):
+        return _SMOOTH_L1(input, target, _REDUCTIONS[reduction], beta)
     op = "smooth_l1_loss"
     require(op, input=input, target=target, reduction=reduction, beta=beta)
-    return _ops.smooth_l1_loss(input, target, _reduction(op, reduction), real_arg(op, "beta", beta))
+    return _SMOOTH_L1(input, target, _reduction(op, reduction), real_arg(op, "beta", beta))
 
 
 def huber_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reduction = "mean",
@@ -68,7 +77,7 @@ def huber_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reduction =
     delta = real_arg(op, "delta", delta)
     if not (delta > 0 and delta < math.inf):
         raise invalid(op, f"delta must be finite and > 0, got {delta!r}")
-    return _ops.smooth_l1_loss(input, target, _reduction(op, reduction), delta) * delta
+    return _SMOOTH_L1(input, target, _reduction(op, reduction), delta) * delta
 
 
 def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, target: torch.Tensor,
@@ -82,6 +91,9 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
     result has the broadcast shape of grad_output, input and target and their
     promoted dtype; ``out`` must already have exactly that shape and dtype.
     """
+    if type(beta) is float and type(reduction) is str and reduction in _REDUCTIONS and out is None \
+            and isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor):
+        return _SMOOTH_L1_BACKWARD(grad_output, input, target, _REDUCTIONS[reduction], beta)  # (as in smooth_l1_loss)
     op = "smooth_l1_loss_backward"
     require(op, grad_output=grad_output, input=input, target=target, reduction=reduction, beta=beta)
     r = _reduction(op, reduction)
@@ -89,7 +101,7 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
     if out is not None:
         _ops.smooth_l1_loss_backward.grad_input(grad_output, input, target, r, beta, grad_input=out)
         return out
-    return _ops.smooth_l1_loss_backward(grad_output, input, target, r, beta)
+    return _SMOOTH_L1_BACKWARD(grad_output, input, target, r, beta)
 
 
 # ---------------------------------------------------------------------------

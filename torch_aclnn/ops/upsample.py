@@ -11,8 +11,9 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import (int_arg, int_array, invalid, optional_real, positive_scale, register_autograd, register_vmap,
-                      require, scaled_size, vmap_loop)
+from .._torch_api import direct
+from ._common import (int_arg, int_array, invalid, optional_floats, optional_real, plain_ints, planned, positive_scale,
+                      register_autograd, register_vmap, require, scaled_size, vmap_loop)
 
 __all__ = [
     "upsample_nearest3d",
@@ -22,6 +23,7 @@ __all__ = [
 ]
 
 _ops = torch.ops.torch_aclnn
+OPS = {name: direct(getattr(_ops, name).default) for name in __all__}
 
 Size3 = Union[int, Sequence[int]]
 Scale3 = Union[float, Sequence[float]]
@@ -69,8 +71,8 @@ def upsample_nearest3d(input: torch.Tensor, size: Optional[Size3] = None,
     Index rule (docs/spec.md §1): ``src = min(floor(dst * s), in - 1)`` in float32 with
     ``s = 1/scale`` when all three scales are given, else ``in/out``.
     """
-    output_size, scales = _resolve("upsample_nearest3d", input, size, scale_factor, recompute_scale_factor)
-    return _ops.upsample_nearest3d(input, output_size, *scales)
+    output_size, scales = planned(_resolve, "upsample_nearest3d", input, size, scale_factor, recompute_scale_factor)
+    return OPS["upsample_nearest3d"](input, output_size, *scales)
 
 
 def upsample_nearest_exact3d(input: torch.Tensor, size: Optional[Size3] = None,
@@ -80,8 +82,8 @@ def upsample_nearest_exact3d(input: torch.Tensor, size: Optional[Size3] = None,
 
     Index rule (docs/spec.md §2): ``src = min(floor((dst + 0.5) * s), in - 1)``.
     """
-    output_size, scales = _resolve("upsample_nearest_exact3d", input, size, scale_factor, recompute_scale_factor)
-    return _ops.upsample_nearest_exact3d(input, output_size, *scales)
+    output_size, scales = planned(_resolve, "upsample_nearest_exact3d", input, size, scale_factor, recompute_scale_factor)
+    return OPS["upsample_nearest_exact3d"](input, output_size, *scales)
 
 
 def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_w):
@@ -94,12 +96,15 @@ def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_
 
 
 def _backward(op: str, grad_output, output_size, input_size, scales_d, scales_h, scales_w, out):
+    if out is None and isinstance(grad_output, torch.Tensor) and plain_ints(output_size, input_size) \
+            and optional_floats(scales_d, scales_h, scales_w):  # (the common call: see elu.py)
+        return OPS[op](grad_output, output_size, input_size, scales_d, scales_h, scales_w)
     require(op, grad_output=grad_output, output_size=output_size, input_size=input_size)
     args = _backward_args(op, output_size, input_size, scales_d, scales_h, scales_w)
     if out is not None:
         getattr(_ops, op).grad_input(grad_output, *args, grad_input=out)
         return out
-    return getattr(_ops, op)(grad_output, *args)
+    return OPS[op](grad_output, *args)
 
 
 def upsample_nearest3d_backward(grad_output: torch.Tensor, output_size: Sequence[int], input_size: Sequence[int],
