@@ -8,7 +8,9 @@ elu on one element, timed three ways into each library: torch_aclnn through
 entry, and aten through ``F.elu`` (a direct C binding); each without and with
 an input that requires grad (the call is then recorded for backward). Then a
 chain of 20 calls, forward and backward (``torch.autograd.grad``), less a chain
-of 1: what one recorded call and its backward node cost. Last, the drop-in
+of 1: what one recorded call and its backward node cost. Then every
+operator's Python API against its torch.ops entry and the torch call a user
+makes (bench's 1-element cases). Last, the drop-in
 layer on one element with requires_grad: the operator alone, the same call
 through the drop-in decision (torch_aclnn/_dropin.py, what patch(),
 torch_aclnn.nn.functional and the torch_aclnn.nn modules run), the torch.nn
@@ -29,6 +31,7 @@ import torch.nn.functional as F
 import torch_aclnn.nn
 from torch_aclnn import _dropin
 from torch_aclnn.bench import _fastest_blocks
+from torch_aclnn.bench_cases import _overhead_cases
 
 
 def _chain(op, x, n):
@@ -64,7 +67,23 @@ def main() -> None:
     print("a recorded call and its backward node (chain of 21 less chain of 1, per call):")
     for name in ("torch_aclnn", "aten"):
         print(f"  {name:28s} {(times[f'{name} x21'] - times[f'{name} x1']) / 20 * 1e6:6.2f} us")
+    _api_costs(args)
     _dropin_costs(args)
+
+
+def _api_costs(args) -> None:
+    """Every operator on one element with requires_grad, three ways: its
+    Python API (torch_aclnn.<op>, bench's 1-element case), the same call
+    through torch.ops (torch.ops.torch_aclnn.<op>.default) and the torch call
+    a user makes for the same result (F's function, else aten's operator)."""
+    print("1 element, requires_grad: Python API / torch.ops entry / the torch call (bench's cases):")
+    for case in _overhead_cases(True):
+        with torch.device(args.device):
+            setup = case.build("tiny")
+        fns = {"api": setup.ours, "entry": setup.entry, "torch": setup.aten}
+        t = {k: min(v) * 1e6 for k, v in _fastest_blocks(fns, args.rounds, args.threads, args.device).items()}
+        print(f"  {case.op:34s} {t['api']:5.2f} / {t['entry']:5.2f} / {t['torch']:5.2f} us ({case.aten_name}): "
+              f"API {t['api'] / t['torch']:.2f}x, entry {t['entry'] / t['torch']:.2f}x")
 
 
 def _calls(args) -> dict:

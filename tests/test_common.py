@@ -483,3 +483,15 @@ def test_common_call_and_checked_call_agree():
     ]
     for common, checked in pairs:
         assert torch.equal(common(), checked())
+
+
+def test_common_call_beyond_int64_gets_the_contracts_error():
+    """An int-array element beyond int64 passes the common call's type test;
+    torch's parser refuses it, and the checks then name it."""
+    g = torch.randn(1, 2, 4, 4, 4)
+    pooled, idx = torch.nn.functional.max_pool3d(g, 2, return_indices=True)
+    big = 2 ** 63
+    with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] max_unpool3d_backward: output_size .*int64"):
+        torch_aclnn.max_unpool3d_backward(g, pooled, idx, [4, 4, big], [2, 2, 2], [0, 0, 0])
+    with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] upsample_nearest3d_backward: input_size .*int64"):
+        torch_aclnn.upsample_nearest3d_backward(g, [4, 4, 4], [1, 2, 2, 2, -big - 1])

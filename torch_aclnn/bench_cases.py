@@ -67,6 +67,9 @@ class Setup:
     # Work the case needs besides its memory traffic, as plain aten ops (the
     # harness times it as a floor next to the traffic floor): (name, callable)
     compute: Optional[tuple] = None
+    # 1-element cases: the same call through torch.ops (torch.ops.torch_aclnn.<op>.default),
+    # so that what the Python API adds to the operator's own entry can be told apart
+    entry: Optional[Callable[[], object]] = None
 
 
 @dataclass
@@ -393,51 +396,59 @@ def _overhead_cases(grad: bool):
     def ups(fwd, mode, aten_bwd):
         def f(size):
             x = randn(one5)
-            return Setup(lambda: getattr(up, fwd)(x, [1, 1, 1]), lambda: F.interpolate(x, [1, 1, 1], mode=mode), [x])
+            return Setup(lambda: getattr(up, fwd)(x, [1, 1, 1]), lambda: F.interpolate(x, [1, 1, 1], mode=mode), [x],
+                         entry=lambda: getattr(_ours, fwd).default(x, [1, 1, 1], None, None, None))
 
         def b(size):
             g = randn(one5)
             return Setup(lambda: getattr(up, f"{fwd}_backward")(g, [1, 1, 1], one5),
-                         lambda: aten_bwd(g, [1, 1, 1], one5), [g])
+                         lambda: aten_bwd(g, [1, 1, 1], one5), [g],
+                         entry=lambda: getattr(_ours, f"{fwd}_backward").default(g, [1, 1, 1], one5, None, None, None))
         return [(fwd, f, f"F.interpolate ({mode})"),
                 (f"{fwd}_backward", b, _name(aten_bwd))]
 
     def elu(size):
         x = randn(1)
-        return Setup(lambda: elu_ops.elu(x), lambda: F.elu(x), [x])
+        return Setup(lambda: elu_ops.elu(x), lambda: F.elu(x), [x], entry=lambda: _ours.elu.default(x, 1.0, 1.0, 1.0))
 
     def elu_b(size):
         g, x = randn(1), randn(1)
         return Setup(lambda: elu_ops.elu_backward(g, 1.0, 1.0, 1.0, False, x),
-                     lambda: _aten.elu_backward(g, 1.0, 1.0, 1.0, False, x), [g, x])
+                     lambda: _aten.elu_backward(g, 1.0, 1.0, 1.0, False, x), [g, x],
+                     entry=lambda: _ours.elu_backward.default(g, 1.0, 1.0, 1.0, False, x))
 
     def sl1(size):
         a, b = randn(1), randn(1)
-        return Setup(lambda: sl1_ops.smooth_l1_loss(a, b), lambda: F.smooth_l1_loss(a, b), [a, b])
+        return Setup(lambda: sl1_ops.smooth_l1_loss(a, b), lambda: F.smooth_l1_loss(a, b), [a, b],
+                     entry=lambda: _ours.smooth_l1_loss.default(a, b, 1, 1.0))
 
     def sl1_b(size):
         g, a, b = randn(()), randn(1), randn(1)
         return Setup(lambda: sl1_ops.smooth_l1_loss_backward(g, a, b, "mean", 1.0),
-                     lambda: _aten.smooth_l1_loss_backward(g, a, b, 1, 1.0), [g, a, b])
+                     lambda: _aten.smooth_l1_loss_backward(g, a, b, 1, 1.0), [g, a, b],
+                     entry=lambda: _ours.smooth_l1_loss_backward.default(g, a, b, 1, 1.0))
 
     def unpool(size):
         x, idx = randn(one5), torch.zeros(one5, dtype=torch.int64)
-        return Setup(lambda: unpool_ops.max_unpool3d(x, idx, 1), lambda: F.max_unpool3d(x, idx, 1), [x, idx])
+        return Setup(lambda: unpool_ops.max_unpool3d(x, idx, 1), lambda: F.max_unpool3d(x, idx, 1), [x, idx],
+                     entry=lambda: _ours.max_unpool3d.default(x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]))
 
     def unpool_b(size):
         g, x, idx = randn(one5), randn(one5), torch.zeros(one5, dtype=torch.int64)
         return Setup(lambda: unpool_ops.max_unpool3d_backward(g, x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]),
-                     lambda: g.flatten(-3).gather(-1, idx.flatten(-3)).view(x.shape), [g, idx])
+                     lambda: g.flatten(-3).gather(-1, idx.flatten(-3)).view(x.shape), [g, idx],
+                     entry=lambda: _ours.max_unpool3d_backward.default(g, x, idx, [1, 1, 1], [1, 1, 1], [0, 0, 0]))
 
     def pool(size):
         x = randn(one5)
         return Setup(lambda: pool_ops.max_pool3d_with_indices(x, 1), lambda: F.max_pool3d(x, 1, return_indices=True),
-                     [x])
+                     [x], entry=lambda: _ours.max_pool3d_with_indices.default(x, [1], [], [0], [1], False))
 
     def pool_b(size):
         g, x, idx = randn(one5), randn(one5), torch.zeros(one5, dtype=torch.int64)
         return Setup(lambda: pool_ops.max_pool3d_with_indices_backward(g, x, idx, 1),
-                     lambda: _aten.max_pool3d_with_indices_backward(g, x, [1], [1], [0], [1], False, idx), [g, idx])
+                     lambda: _aten.max_pool3d_with_indices_backward(g, x, [1], [1], [0], [1], False, idx), [g, idx],
+                     entry=lambda: _ours.max_pool3d_with_indices_backward.default(g, x, idx, [1], [], [0], [1], False))
 
     entries = (ups("upsample_nearest3d", "nearest", _aten.upsample_nearest3d_backward)
                + ups("upsample_nearest_exact3d", "nearest-exact", _aten._upsample_nearest_exact3d_backward)

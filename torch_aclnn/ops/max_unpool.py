@@ -129,16 +129,23 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
     op = "max_unpool3d_backward"
     if out is None and isinstance(grad_output, torch.Tensor) and isinstance(self, torch.Tensor) \
             and isinstance(indices, torch.Tensor) and plain_ints(output_size, stride, padding):  # (see elu.py)
-        return _MAX_UNPOOL_BACKWARD(grad_output, self, indices, output_size, stride, padding)
+        try:
+            return _MAX_UNPOOL_BACKWARD(grad_output, self, indices, output_size, stride, padding)
+        except RuntimeError:  # (an element beyond int64: the checks name it; plain_ints)
+            _int_arrays(op, output_size, stride, padding)
+            raise
     require(op, grad_output=grad_output, self=self, indices=indices, output_size=output_size, stride=stride,
             padding=padding)
-    output_size, stride, padding = (int_array(op, "output_size", output_size), int_array(op, "stride", stride),
-                                    int_array(op, "padding", padding))
+    output_size, stride, padding = _int_arrays(op, output_size, stride, padding)
     if out is not None:
         _ops.max_unpool3d_backward.grad_input(grad_output, self, indices, output_size, stride, padding,
                                               grad_input=out)
         return out
     return _MAX_UNPOOL_BACKWARD(grad_output, self, indices, output_size, stride, padding)
+
+
+def _int_arrays(op: str, output_size, stride, padding) -> tuple:
+    return int_array(op, "output_size", output_size), int_array(op, "stride", stride), int_array(op, "padding", padding)
 
 
 # ---------------------------------------------------------------------------

@@ -98,7 +98,11 @@ def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_
 def _backward(op: str, grad_output, output_size, input_size, scales_d, scales_h, scales_w, out):
     if out is None and isinstance(grad_output, torch.Tensor) and plain_ints(output_size, input_size) \
             and optional_floats(scales_d, scales_h, scales_w):  # (the common call: see elu.py)
-        return OPS[op](grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+        try:
+            return OPS[op](grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+        except RuntimeError:  # (an element beyond int64: the checks name it; plain_ints)
+            _backward_args(op, output_size, input_size, scales_d, scales_h, scales_w)
+            raise
     require(op, grad_output=grad_output, output_size=output_size, input_size=input_size)
     args = _backward_args(op, output_size, input_size, scales_d, scales_h, scales_w)
     if out is not None:
