@@ -495,3 +495,77 @@ def test_common_call_beyond_int64_gets_the_contracts_error():
         torch_aclnn.max_unpool3d_backward(g, pooled, idx, [4, 4, big], [2, 2, 2], [0, 0, 0])
     with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] upsample_nearest3d_backward: input_size .*int64"):
         torch_aclnn.upsample_nearest3d_backward(g, [4, 4, 4], [1, 2, 2, 2, -big - 1])
+
+
+def test_common_call_beyond_int64_compiled():
+    """Compiled, the same calls get the contract's error too (the checks run at trace time)."""
+    g = torch.randn(1, 2, 4, 4, 4)
+    pooled, idx = torch.nn.functional.max_pool3d(g, 2, return_indices=True)
+    calls = [lambda g: torch_aclnn.upsample_nearest3d_backward(g, [4, 4, 2 ** 63], [1, 2, 2, 2, 2]),
+             lambda g: torch_aclnn.max_unpool3d_backward(g, pooled, idx, [4, 4, 2 ** 63], [2, 2, 2], [0, 0, 0])]
+    for call in calls:
+        for fullgraph in (False, True):
+            torch._dynamo.reset()
+            with pytest.raises(Exception) as raised:
+                torch.compile(call, backend="aot_eager", fullgraph=fullgraph)(g)
+            assert re.search(r"\[torch_aclnn 161002\] \w+_backward: output_size .*int64", str(raised.value)), \
+                str(raised.value)
+    with pytest.raises(ValueError) as raised:  # (eager: the parser's refusal is not the error's context)
+        calls[0](g)
+    assert raised.value.__context__ is None
+
+
+def test_kept_plans_cannot_be_changed_by_a_handler():
+    """A kept plan is handed to the operator on every later call, as tuples: a
+    __torch_function__ handler that changes the lists it gets changes only its own call."""
+    class Shrink(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            for a in args:
+                if isinstance(a, list):
+                    a[:] = [min(e, 6) for e in a]
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(1, 1, 4, 4, 4)
+    with Shrink():
+        torch_aclnn.upsample_nearest3d(x, size=[8, 8, 8])
+        torch_aclnn.upsample_nearest3d(x, size=[8, 8, 8])
+    assert torch_aclnn.upsample_nearest3d(x, size=[8, 8, 8]).shape == (1, 1, 8, 8, 8)
+
+
+def test_max_pool3d_with_indices_returns_a_tuple_under_fx():
+    class Pool(torch.nn.Module):
+        def forward(self, x):
+            out = torch_aclnn.max_pool3d_with_indices(x, 2)
+            return out[0] * len(out)
+
+    x = torch.randn(1, 1, 4, 4, 4)
+    assert torch.equal(torch.fx.symbolic_trace(Pool())(x), Pool()(x))
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: torch_aclnn.elu([1.0, 2.0]),
+    lambda t: torch_aclnn.selu(t.numpy()),
+    lambda t: torch_aclnn.elu_backward(t, 1.0, 1.0, 1.0, False, [1.0]),
+    lambda t: torch_aclnn.smooth_l1_loss(t, [0.0]),
+    lambda t: torch_aclnn.smooth_l1_loss_backward(t, t, 1.0, "mean", 1.0),
+    lambda t: torch_aclnn.upsample_nearest3d([[[[[1.0]]]]], size=2),
+    lambda t: torch_aclnn.upsample_nearest3d_backward(t.numpy(), [1, 1, 1], [1, 1, 1, 1, 1]),
+    lambda t: torch_aclnn.max_unpool3d(t, [[0]], 1),
+    lambda t: torch_aclnn.max_unpool3d_backward(t, t, t.numpy(), [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+    lambda t: torch_aclnn.max_pool3d_with_indices(t.tolist(), 1),
+    lambda t: torch_aclnn.max_pool3d_with_indices_backward(t, t, (0,), 1),
+], ids=lambda c: "")
+def test_a_non_tensor_for_a_tensor_is_the_contracts_type_error(call):
+    with pytest.raises(TypeError, match=r"\[torch_aclnn 161002\] \w+: \w+ must be a Tensor, got "):
+        call(torch.zeros(1, 1, 1, 1, 1))
+
+
+def test_int_arguments_beyond_the_schema_get_the_contracts_error():
+    t = torch.zeros(1, 1, 1, 1, 1)
+    with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] smooth_l1_loss: reduction .*int64"):
+        torch_aclnn.smooth_l1_loss(t, t, 2 ** 63)
+    with pytest.raises(TypeError, match=r"\[torch_aclnn 161002\] upsample_nearest3d_backward: output_size must be "
+                                        r"a list of ints, got 1 \(int\)"):
+        torch_aclnn.upsample_nearest3d_backward(t, 1, [1, 1, 1, 1, 1])
+    with pytest.raises(TypeError, match=r"\[torch_aclnn 161002\] max_unpool3d_backward: stride must be a list"):
+        torch_aclnn.max_unpool3d_backward(t, t, t.long(), [1, 1, 1], 1, [0, 0, 0])

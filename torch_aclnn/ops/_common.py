@@ -48,6 +48,15 @@ def require(op: str, **args: Any) -> None:
             raise TypeError(contract_error(NULLPTR, op, f"{name} is required, got None"))
 
 
+def tensors(op: str, **args: Any) -> None:
+    """161002 TypeError: an argument the schema takes as a Tensor is neither a
+    tensor nor an object that handles torch calls itself (``__torch_function__``,
+    as torch.fx's Proxy); None is :func:`require`'s."""
+    for name, value in args.items():
+        if not isinstance(value, torch.Tensor) and not hasattr(type(value), "__torch_function__"):
+            raise invalid(op, f"{name} must be a Tensor, got {type(value).__name__}", TypeError)
+
+
 def _plan_key(shape, args):
     """A hashable key equal only for the same sizes and the same argument
     values and types (None, bool, int, float, or a list / tuple of ints and
@@ -71,6 +80,13 @@ def _plan_key(shape, args):
     return tuple(parts)
 
 
+def _frozen(result: Any) -> Any:
+    """A plan's result (a tuple of lists and values, or a reason) with its lists as tuples."""
+    if type(result) is tuple:
+        return tuple(tuple(v) if type(v) is list else v for v in result)
+    return result
+
+
 # (plan, op, input shape, arguments) -> the plan's result; see planned.
 _PLANS: Dict[tuple, Any] = {}
 _PLANS_MAX = 1024
@@ -84,8 +100,9 @@ def planned(plan: Callable, op: str, input: Optional[torch.Tensor], *args: Any) 
     same calls, so in eager mode the result is kept per distinct (shape,
     arguments) when the arguments are all plain values (:func:`_plan_key`;
     at most ``_PLANS_MAX`` of them, then the cache starts over); a plan that
-    raises keeps nothing. Compiled code plans at trace time. The results are
-    shared: callers must not modify them."""
+    raises keeps nothing. Compiled code plans at trace time. A kept result's
+    lists are kept as tuples: it is handed to the operators (and so to any
+    ``__torch_function__`` handler) on every later call."""
     if torch.compiler.is_compiling() or not (input is None or isinstance(input, torch.Tensor)):
         return plan(op, input, *args)
     key = _plan_key(() if input is None else input.shape, args)  # (a plan given None for a tensor raises)
@@ -94,7 +111,7 @@ def planned(plan: Callable, op: str, input: Optional[torch.Tensor], *args: Any) 
     key = (plan, op, key)
     hit = _PLANS.get(key)
     if hit is None:
-        hit = plan(op, input, *args)
+        hit = _frozen(plan(op, input, *args))
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.clear()
         _PLANS[key] = hit
@@ -252,12 +269,15 @@ def int_list(op: str, name: str, value: Any, *, lengths: Sequence[int] = (3,), s
     return [int_arg(op, name, value, minimum=minimum)] * lengths[0]
 
 
-def int_array(op: str, name: str, value: Any) -> Any:
-    """An operator's int-array argument as the user gives it (an int, or a
-    list / tuple / torch.Size of ints): the elements are checked by
-    :func:`int_arg`; the length and the values' rules are the contract's."""
+def int_array(op: str, name: str, value: Any, *, scalar: bool = False) -> Any:
+    """An operator's int-array argument as the user gives it (a list / tuple /
+    torch.Size of ints, or with ``scalar`` also an int): the elements are
+    checked by :func:`int_arg`; the length and the values' rules are the
+    contract's."""
     if isinstance(value, (list, tuple, torch.Size)):
         return [int_arg(op, name, v, shown=value) for v in value]
+    if not scalar:
+        raise invalid(op, f"{name} must be a list of ints, got {_show(value)} ({type(value).__name__})", TypeError)
     return int_arg(op, name, value)
 
 

@@ -19,7 +19,7 @@ import torch
 
 from .._torch_api import direct
 from ._common import (batch_first, bool_arg, invalid, real_arg, register_autograd, register_vmap, require, reverse,
-                      vmap_loop)
+                      tensors, vmap_loop)
 
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
@@ -88,6 +88,7 @@ def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale
             and isinstance(input, _Tensor):
         return ELU(input, alpha, scale, input_scale)
     require("elu", input=input, alpha=alpha, scale=scale, input_scale=input_scale)
+    tensors("elu", input=input)
     alpha, scale, input_scale = _params("elu", alpha=alpha, scale=scale, input_scale=input_scale)
     return _elu(input, alpha, scale, input_scale, bool_arg("elu", "inplace", inplace))
 
@@ -98,6 +99,7 @@ def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     if inplace is False and isinstance(input, _Tensor):  # (as in elu)
         return ELU(input, SELU_ALPHA, SELU_SCALE, 1.0)
     require("selu", input=input)
+    tensors("selu", input=input)
     return _elu(input, SELU_ALPHA, SELU_SCALE, 1.0, bool_arg("selu", "inplace", inplace))
 
 
@@ -136,6 +138,7 @@ def celu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torc
     finite in the compute type (float32 but for float64 tensors), see
     :func:`celu_params`."""
     require("celu", input=input, alpha=alpha)
+    tensors("celu", input=input)
     alpha, input_scale = celu_params(input, alpha)
     return _elu(input, alpha, 1.0, input_scale, bool_arg("celu", "inplace", inplace))
 
@@ -157,6 +160,7 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
         return _ELU_BACKWARD(grad_output, alpha, scale, input_scale, is_result, self_or_result)
     require("elu_backward", grad_output=grad_output, alpha=alpha, scale=scale, input_scale=input_scale,
             is_result=is_result, self_or_result=self_or_result)
+    tensors("elu_backward", grad_output=grad_output, self_or_result=self_or_result)
     alpha, scale, input_scale = _params("elu_backward", alpha=alpha, scale=scale, input_scale=input_scale)
     is_result = bool_arg("elu_backward", "is_result", is_result)
     if out is not None:

@@ -14,7 +14,8 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 
 from .._torch_api import direct
-from ._common import bool_arg, int_array, invalid, planned, plane_vmap, register_autograd, register_vmap, require
+from ._common import (bool_arg, int_array, invalid, planned, plane_vmap, register_autograd, register_vmap, require,
+                      tensors)
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
@@ -27,7 +28,7 @@ Size3 = Union[int, Sequence[int]]
 
 def _as_list(op: str, name: str, value: Size3) -> list:
     """An int or a list of ints as the list the schema takes (its length is the contract's rule)."""
-    value = int_array(op, name, value)
+    value = int_array(op, name, value, scalar=True)
     return value if isinstance(value, list) else [value]
 
 
@@ -103,9 +104,12 @@ def max_pool3d_with_indices(input: torch.Tensor, kernel_size: Size3, stride: Opt
     kernel size. float32, float64, float16 or bfloat16, any strides.
     """
     op = "max_pool3d_with_indices"
-    if input is None:
+    if not isinstance(input, torch.Tensor):
         require(op, input=input)
-    return MAX_POOL(input, *planned(_window_plan, op, None, kernel_size, stride, padding, dilation, ceil_mode))
+        tensors(op, input=input)
+    values, indices = MAX_POOL(input, *planned(_window_plan, op, None, kernel_size, stride, padding, dilation,
+                                               ceil_mode))
+    return values, indices
 
 
 def max_pool3d(input: torch.Tensor, kernel_size: Size3, stride: Optional[Size3] = None, padding: Size3 = 0,
@@ -138,8 +142,10 @@ def max_pool3d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tens
     IndexError naming it. ``out=`` has ``self``'s shape and dtype, any layout.
     """
     op = "max_pool3d_with_indices_backward"
-    if grad_output is None or self is None or indices is None:
+    if not (isinstance(grad_output, torch.Tensor) and isinstance(self, torch.Tensor)
+            and isinstance(indices, torch.Tensor)):
         require(op, grad_output=grad_output, self=self, indices=indices)
+        tensors(op, grad_output=grad_output, self=self, indices=indices)
     window = planned(_window_plan, op, None, kernel_size, stride, padding, dilation, ceil_mode)
     if out is not None:
         _ops.max_pool3d_with_indices_backward.grad_input(grad_output, self, indices, *window, grad_input=out)

@@ -15,7 +15,7 @@ import torch
 
 from .._torch_api import direct
 from ._common import (INT64_MAX, int_array, int_list, invalid, plain_ints, planned, plane_vmap, register_autograd,
-                      register_vmap, require)
+                      register_vmap, require, tensors)
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
@@ -89,8 +89,9 @@ def max_unpool3d(input: torch.Tensor, indices: torch.Tensor, kernel_size: Size3,
     argument.
     """
     op = "max_unpool3d"
-    if input is None or indices is None:
+    if not (isinstance(input, torch.Tensor) and isinstance(indices, torch.Tensor)):
         require(op, input=input, indices=indices)
+        tensors(op, input=input, indices=indices)
     return MAX_UNPOOL(input, indices, *planned(_checked_plan, op, input, kernel_size, stride, padding, output_size))
 
 
@@ -128,14 +129,17 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
     """
     op = "max_unpool3d_backward"
     if out is None and isinstance(grad_output, torch.Tensor) and isinstance(self, torch.Tensor) \
-            and isinstance(indices, torch.Tensor) and plain_ints(output_size, stride, padding):  # (see elu.py)
+            and isinstance(indices, torch.Tensor) and plain_ints(output_size, stride, padding) \
+            and not torch.compiler.is_compiling():  # (see elu.py; compiled code checks at trace time)
         try:
             return _MAX_UNPOOL_BACKWARD(grad_output, self, indices, output_size, stride, padding)
-        except RuntimeError:  # (an element beyond int64: the checks name it; plain_ints)
-            _int_arrays(op, output_size, stride, padding)
-            raise
+        except RuntimeError as e:  # (an element beyond int64: the checks name it; plain_ints)
+            refused = e
+        _int_arrays(op, output_size, stride, padding)
+        raise refused
     require(op, grad_output=grad_output, self=self, indices=indices, output_size=output_size, stride=stride,
             padding=padding)
+    tensors(op, grad_output=grad_output, self=self, indices=indices)
     output_size, stride, padding = _int_arrays(op, output_size, stride, padding)
     if out is not None:
         _ops.max_unpool3d_backward.grad_input(grad_output, self, indices, output_size, stride, padding,

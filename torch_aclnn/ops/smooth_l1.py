@@ -20,7 +20,8 @@ from typing import Optional, Union
 import torch
 
 from .._torch_api import direct
-from ._common import batch_first, invalid, real_arg, register_autograd, register_vmap, require, reverse, vmap_loop
+from ._common import (batch_first, int_arg, invalid, real_arg, register_autograd, register_vmap, require, reverse,
+                      tensors, vmap_loop)
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
@@ -40,7 +41,7 @@ def _reduction(op: str, reduction: Reduction) -> int:
         if reduction in _REDUCTIONS:
             return _REDUCTIONS[reduction]
     elif isinstance(reduction, int) and not isinstance(reduction, bool):
-        return reduction  # the range is the contract's to check, on every backend
+        return int_arg(op, "reduction", reduction)  # (int64's range; the rest is the contract's, on every backend)
     raise invalid(op, f"reduction must be 'none', 'mean' or 'sum' (or 0, 1, 2), got {reduction!r}")
 
 
@@ -61,6 +62,7 @@ def smooth_l1_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reducti
         return _SMOOTH_L1(input, target, _REDUCTIONS[reduction], beta)
     op = "smooth_l1_loss"
     require(op, input=input, target=target, reduction=reduction, beta=beta)
+    tensors(op, input=input, target=target)
     return _SMOOTH_L1(input, target, _reduction(op, reduction), real_arg(op, "beta", beta))
 
 
@@ -74,6 +76,7 @@ def huber_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reduction =
     or two)."""
     op = "huber_loss"
     require(op, input=input, target=target, reduction=reduction, delta=delta)
+    tensors(op, input=input, target=target)
     delta = real_arg(op, "delta", delta)
     if not (delta > 0 and delta < math.inf):
         raise invalid(op, f"delta must be finite and > 0, got {delta!r}")
@@ -96,6 +99,7 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
         return _SMOOTH_L1_BACKWARD(grad_output, input, target, _REDUCTIONS[reduction], beta)  # (as in smooth_l1_loss)
     op = "smooth_l1_loss_backward"
     require(op, grad_output=grad_output, input=input, target=target, reduction=reduction, beta=beta)
+    tensors(op, grad_output=grad_output, input=input, target=target)
     r = _reduction(op, reduction)
     beta = real_arg(op, "beta", beta)
     if out is not None:

@@ -13,7 +13,7 @@ import torch
 
 from .._torch_api import direct
 from ._common import (int_arg, int_array, invalid, optional_floats, optional_real, plain_ints, planned, positive_scale,
-                      register_autograd, register_vmap, require, scaled_size, vmap_loop)
+                      register_autograd, register_vmap, require, scaled_size, tensors, vmap_loop)
 
 __all__ = [
     "upsample_nearest3d",
@@ -46,6 +46,7 @@ def _size_element(op: str, name: str, value, shown=None):
 def _resolve(op: str, input: torch.Tensor, size, scale_factor, recompute_scale_factor):
     """F.interpolate's size / scale_factor rules for a 5-D input."""
     require(op, input=input)
+    tensors(op, input=input)
     if input.dim() != 5:
         raise invalid(op, f"input must be 5-D (N, C, D, H, W), got {input.dim()}-D with shape {list(input.shape)}")
     if (size is None) == (scale_factor is None):
@@ -82,7 +83,8 @@ def upsample_nearest_exact3d(input: torch.Tensor, size: Optional[Size3] = None,
 
     Index rule (docs/spec.md §2): ``src = min(floor((dst + 0.5) * s), in - 1)``.
     """
-    output_size, scales = planned(_resolve, "upsample_nearest_exact3d", input, size, scale_factor, recompute_scale_factor)
+    output_size, scales = planned(_resolve, "upsample_nearest_exact3d", input, size, scale_factor,
+                                  recompute_scale_factor)
     return OPS["upsample_nearest_exact3d"](input, output_size, *scales)
 
 
@@ -97,13 +99,16 @@ def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_
 
 def _backward(op: str, grad_output, output_size, input_size, scales_d, scales_h, scales_w, out):
     if out is None and isinstance(grad_output, torch.Tensor) and plain_ints(output_size, input_size) \
-            and optional_floats(scales_d, scales_h, scales_w):  # (the common call: see elu.py)
+            and optional_floats(scales_d, scales_h, scales_w) \
+            and not torch.compiler.is_compiling():  # (the common call: see elu.py; compiled code checks at trace time)
         try:
             return OPS[op](grad_output, output_size, input_size, scales_d, scales_h, scales_w)
-        except RuntimeError:  # (an element beyond int64: the checks name it; plain_ints)
-            _backward_args(op, output_size, input_size, scales_d, scales_h, scales_w)
-            raise
+        except RuntimeError as e:  # (an element beyond int64: the checks name it; plain_ints)
+            refused = e
+        _backward_args(op, output_size, input_size, scales_d, scales_h, scales_w)
+        raise refused
     require(op, grad_output=grad_output, output_size=output_size, input_size=input_size)
+    tensors(op, grad_output=grad_output)
     args = _backward_args(op, output_size, input_size, scales_d, scales_h, scales_w)
     if out is not None:
         getattr(_ops, op).grad_input(grad_output, *args, grad_input=out)
