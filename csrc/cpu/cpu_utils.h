@@ -135,22 +135,33 @@ inline size_t huge_page_bytes() {
   return bytes;
 }
 
-// A freshly allocated output, before its first write. A large allocation is a
-// fresh mapping (glibc mmaps it and unmaps it on free), so the kernel's first
-// write to each 4 KiB page takes a page fault, and for an elementwise or
-// upsample kernel those faults cost more than the arithmetic (a 128 MiB
-// output: 32768 faults, ~45 ms on a 2-core VM, against ~14 ms for the
-// kernel). Advising the whole huge pages inside the allocation as
-// MADV_HUGEPAGE lets Linux back them with 2 MiB pages: 64 faults. This is
-// advice only (no effect when transparent huge pages are off, errors are
-// ignored), and the memory, its size and its lifetime are unchanged; torch's
-// own allocator does the same for every allocation under
-// THP_MEM_ALLOC_ENABLE=1.
+// From this size up, glibc maps every allocation afresh and unmaps it on
+// free (its mmap threshold rises with the chunks freed, up to
+// DEFAULT_MMAP_THRESHOLD_MAX: 32 MiB on 64-bit).
+constexpr size_t kFreshMappingBytes = size_t{32} << 20;
+
+// A freshly allocated output, before its first write. An allocation of at
+// least kFreshMappingBytes is a fresh mapping, so the kernel's first write to
+// each 4 KiB page takes a page fault, and for an elementwise or upsample
+// kernel those faults cost more than the arithmetic (a 128 MiB output: 32768
+// faults, ~45 ms on a 2-core VM, against ~14 ms for the kernel). Advising the
+// whole huge pages inside the allocation as MADV_HUGEPAGE lets Linux back them
+// with 2 MiB pages: 64 faults. This is advice only (no effect when transparent
+// huge pages are off, errors are ignored), and the memory, its size and its
+// lifetime are unchanged; torch's own allocator does the same for every
+// allocation under THP_MEM_ALLOC_ENABLE=1.
+//
+// A smaller output is not advised. Once a loop has freed a few large chunks,
+// glibc serves such sizes from its heap, whose pages are already there: the
+// advice would save no fault, split the heap's mapping once per call, and
+// (with the kernel's default defrag=madvise) make the faults in the advised
+// range compact memory synchronously. A training step of a 2 x 16 x 32^3
+// U-Net lost 5-10% to it (docs/performance.md).
 inline at::Tensor with_huge_pages(at::Tensor t) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const size_t page = huge_page_bytes();
   const size_t nbytes = t.storage().nbytes();
-  if (page == 0 || nbytes < 2 * page || !t.is_cpu()) return t;
+  if (page == 0 || nbytes < std::max(kFreshMappingBytes, 2 * page) || !t.is_cpu()) return t;
   const auto begin = reinterpret_cast<uintptr_t>(t.storage().data());
   const uintptr_t first = (begin + page - 1) / page * page;
   const uintptr_t last = (begin + nbytes) / page * page;
