@@ -109,21 +109,3 @@ def exited(mode) -> None:
     if stack and stack[-1] is mode:
         stack.pop()
 
-
-@functools.lru_cache(maxsize=None)  # (one registration per overload)
-def direct(overload):
-    """The callable behind ``overload.__call__``: ``OpOverload._op``, which
-    ``__call__`` only forwards to (unchanged from torch 2.8 to 2.13), so the
-    call is the same, __torch_function__ and dispatch included, one Python
-    frame cheaper (about 0.15 us of a 1-element call's 1.9 us). torch.compile
-    is told to trace it as the overload itself
-    (``torch.compiler.substitute_in_graph``). Fallback: the overload."""
-    private = getattr(overload, "_op", None)
-    substitute = getattr(torch.compiler, "substitute_in_graph", None)
-    if private is None or substitute is None:
-        return overload
-    try:
-        substitute(private, skip_signature_check=True)(lambda *args, **kwargs: overload(*args, **kwargs))
-    except (TypeError, ValueError, RuntimeError):  # (already registered, or a torch that refuses a C function)
-        return overload
-    return private

@@ -25,9 +25,11 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace torch_aclnn::cpu {
@@ -135,37 +137,52 @@ inline size_t huge_page_bytes() {
   return bytes;
 }
 
-// From this size up, glibc maps every allocation afresh and unmaps it on
-// free (its mmap threshold rises with the chunks freed, up to
-// DEFAULT_MMAP_THRESHOLD_MAX: 32 MiB on 64-bit).
-constexpr size_t kFreshMappingBytes = size_t{32} << 20;
+// Whether no base page of [first, first + bytes) is resident: memory not
+// written since it was mapped (a fresh mapping, or a heap just grown), whose
+// first writes will fault. Memory an allocator hands out again is resident.
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+inline bool untouched(uintptr_t first, size_t bytes) {
+  static const size_t base = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((bytes + base - 1) / base);
+  if (mincore(reinterpret_cast<void*>(first), bytes, resident.data()) != 0) return false;
+  return std::none_of(resident.begin(), resident.end(), [](unsigned char r) { return (r & 1) != 0; });
+}
+#endif
 
-// A freshly allocated output, before its first write. An allocation of at
-// least kFreshMappingBytes is a fresh mapping, so the kernel's first write to
-// each 4 KiB page takes a page fault, and for an elementwise or upsample
-// kernel those faults cost more than the arithmetic (a 128 MiB output: 32768
-// faults, ~45 ms on a 2-core VM, against ~14 ms for the kernel). Advising the
-// whole huge pages inside the allocation as MADV_HUGEPAGE lets Linux back them
-// with 2 MiB pages: 64 faults. This is advice only (no effect when transparent
-// huge pages are off, errors are ignored), and the memory, its size and its
-// lifetime are unchanged; torch's own allocator does the same for every
-// allocation under THP_MEM_ALLOC_ENABLE=1.
+// A freshly allocated output, before its first write. A large allocation is
+// often a fresh mapping (glibc maps it afresh above its mmap threshold), so the
+// kernel's first write to each 4 KiB page takes a page fault, and for an
+// elementwise or upsample kernel those faults cost more than the arithmetic (a
+// 128 MiB output: 32768 faults, ~45 ms on a 2-core VM, against ~14 ms for the
+// kernel). Advising the whole huge pages inside the allocation as
+// MADV_HUGEPAGE lets Linux back them with 2 MiB pages: 64 faults. This is
+// advice only (no effect when transparent huge pages are off, errors are
+// ignored), and the memory, its size and its lifetime are unchanged; torch's
+// own allocator does the same for every allocation under
+// THP_MEM_ALLOC_ENABLE=1.
 //
-// A smaller output is not advised. Once a loop has freed a few large chunks,
-// glibc serves such sizes from its heap, whose pages are already there: the
-// advice would save no fault, split the heap's mapping once per call, and
-// (with the kernel's default defrag=madvise) make the faults in the advised
-// range compact memory synchronously. A training step of a 2 x 16 x 32^3
-// U-Net lost 5-10% to it (docs/performance.md).
+// Only outputs of kAdvisedBytes or more whose memory is not yet written (the
+// first huge page inside has no resident page) are advised. In a training
+// loop an allocator serves most outputs from memory it reuses or from a heap
+// it keeps growing and trimming (glibc serves sizes below 32 MiB, its largest
+// mmap threshold, from its heap once a chunk of that size has been freed;
+// jemalloc and tcmalloc keep their extents): there the advice saves few or no
+// faults, splits the heap's mapping, and (with the kernel's default
+// defrag=madvise) makes the faults in the advised range compact memory
+// synchronously. Advising every output of 4 MiB or more made a training step
+// of a 2 x 16 x 32^3 U-Net 5-10% slower (docs/performance.md).
+constexpr size_t kAdvisedBytes = size_t{32} << 20;
 inline at::Tensor with_huge_pages(at::Tensor t) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const size_t page = huge_page_bytes();
   const size_t nbytes = t.storage().nbytes();
-  if (page == 0 || nbytes < std::max(kFreshMappingBytes, 2 * page) || !t.is_cpu()) return t;
+  if (page == 0 || nbytes < std::max(kAdvisedBytes, 2 * page) || !t.is_cpu()) return t;
   const auto begin = reinterpret_cast<uintptr_t>(t.storage().data());
   const uintptr_t first = (begin + page - 1) / page * page;
   const uintptr_t last = (begin + nbytes) / page * page;
-  if (last > first) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  if (last > first && untouched(first, page)) {
+    (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
 #endif
   return t;
 }

@@ -17,15 +17,14 @@ from typing import Optional
 
 import torch
 
-from .._torch_api import direct
 from ._common import (batch_first, bool_arg, invalid, real_arg, register_autograd, register_vmap, require, reverse,
                       tensors, vmap_loop)
 
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
 _ops = torch.ops.torch_aclnn
-ELU = direct(_ops.elu.default)  # (also the drop-in decision's, torch_aclnn/_dropin.py)
-_ELU_BACKWARD = direct(_ops.elu_backward.default)
+_ELU = _ops.elu.default
+_ELU_BACKWARD = _ops.elu_backward.default
 _Tensor = torch.Tensor
 
 # torch.nn.functional.selu's constants (aten's SELU_ALPHA / SELU_SCALE).
@@ -60,7 +59,7 @@ def _elu(input: torch.Tensor, alpha, scale, input_scale, inplace: bool) -> torch
     error, as the result does not determine the input). The kernel itself is
     out-of-place, so the call briefly needs one temporary of the input's size."""
     if not inplace:
-        return ELU(input, alpha, scale, input_scale)
+        return _ELU(input, alpha, scale, input_scale)
     if torch.is_grad_enabled() and input.requires_grad:
         return _EluInplace.apply(input, alpha, scale, input_scale)
     return input.copy_(_ops.elu(input, alpha, scale, input_scale))
@@ -86,7 +85,7 @@ def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale
     # contract checks the values); any other call takes the checks below, which name the argument.
     if type(alpha) is float and type(scale) is float and type(input_scale) is float and inplace is False \
             and isinstance(input, _Tensor):
-        return ELU(input, alpha, scale, input_scale)
+        return _ELU(input, alpha, scale, input_scale)
     require("elu", input=input, alpha=alpha, scale=scale, input_scale=input_scale)
     tensors("elu", input=input)
     alpha, scale, input_scale = _params("elu", alpha=alpha, scale=scale, input_scale=input_scale)
@@ -97,7 +96,7 @@ def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """``F.selu(input)``: :func:`elu` with alpha = 1.6732632423543772 and
     scale = 1.0507009873554805."""
     if inplace is False and isinstance(input, _Tensor):  # (as in elu)
-        return ELU(input, SELU_ALPHA, SELU_SCALE, 1.0)
+        return _ELU(input, SELU_ALPHA, SELU_SCALE, 1.0)
     require("selu", input=input)
     tensors("selu", input=input)
     return _elu(input, SELU_ALPHA, SELU_SCALE, 1.0, bool_arg("selu", "inplace", inplace))

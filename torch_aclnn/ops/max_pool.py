@@ -13,15 +13,14 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
-from .._torch_api import direct
 from ._common import (bool_arg, int_array, invalid, planned, plane_vmap, register_autograd, register_vmap, require,
                       tensors)
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
 _ops = torch.ops.torch_aclnn
-MAX_POOL = direct(_ops.max_pool3d_with_indices.default)
-_MAX_POOL_BACKWARD = direct(_ops.max_pool3d_with_indices_backward.default)
+_MAX_POOL = _ops.max_pool3d_with_indices.default
+_MAX_POOL_BACKWARD = _ops.max_pool3d_with_indices_backward.default
 
 Size3 = Union[int, Sequence[int]]
 
@@ -107,7 +106,7 @@ def max_pool3d_with_indices(input: torch.Tensor, kernel_size: Size3, stride: Opt
     if not isinstance(input, torch.Tensor):
         require(op, input=input)
         tensors(op, input=input)
-    values, indices = MAX_POOL(input, *planned(_window_plan, op, None, kernel_size, stride, padding, dilation,
+    values, indices = _MAX_POOL(input, *planned(_window_plan, op, None, kernel_size, stride, padding, dilation,
                                                ceil_mode))
     return values, indices
 

@@ -13,15 +13,14 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from .._torch_api import direct
 from ._common import (INT64_MAX, int_array, int_list, invalid, plain_ints, planned, plane_vmap, register_autograd,
                       register_vmap, require, tensors)
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
 _ops = torch.ops.torch_aclnn
-MAX_UNPOOL = direct(_ops.max_unpool3d.default)
-_MAX_UNPOOL_BACKWARD = direct(_ops.max_unpool3d_backward.default)
+_MAX_UNPOOL = _ops.max_unpool3d.default
+_MAX_UNPOOL_BACKWARD = _ops.max_unpool3d_backward.default
 
 Size3 = Union[int, Sequence[int]]
 
@@ -92,7 +91,7 @@ def max_unpool3d(input: torch.Tensor, indices: torch.Tensor, kernel_size: Size3,
     if not (isinstance(input, torch.Tensor) and isinstance(indices, torch.Tensor)):
         require(op, input=input, indices=indices)
         tensors(op, input=input, indices=indices)
-    return MAX_UNPOOL(input, indices, *planned(_checked_plan, op, input, kernel_size, stride, padding, output_size))
+    return _MAX_UNPOOL(input, indices, *planned(_checked_plan, op, input, kernel_size, stride, padding, output_size))
 
 
 def _checked_plan(op: str, input: torch.Tensor, kernel_size, stride, padding, output_size) -> tuple:

@@ -19,15 +19,14 @@ from typing import Optional, Union
 
 import torch
 
-from .._torch_api import direct
 from ._common import (batch_first, int_arg, invalid, real_arg, register_autograd, register_vmap, require, reverse,
                       tensors, vmap_loop)
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
 _ops = torch.ops.torch_aclnn
-_SMOOTH_L1 = direct(_ops.smooth_l1_loss.default)
-_SMOOTH_L1_BACKWARD = direct(_ops.smooth_l1_loss_backward.default)
+_SMOOTH_L1 = _ops.smooth_l1_loss.default
+_SMOOTH_L1_BACKWARD = _ops.smooth_l1_loss_backward.default
 _Tensor = torch.Tensor
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
