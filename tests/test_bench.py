@@ -235,3 +235,17 @@ def test_entry_cost_script_runs():
     if "patch(dispatcher)" in bench_model._modes():  # (torch >= 2.9) F's calls with the routes off and on
         routes = [line.split()[0] for line in out.stdout.splitlines() if line.strip().endswith("x)")]
         assert routes == ["elu:", "interpolate:", "smooth_l1_loss:", "max_unpool3d:"], out.stdout
+
+
+def test_huge_pages_script_runs():
+    """benchmarks/huge_pages.py (the huge-page advice in a loop and on a fresh output) runs and reports both parts."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "huge_pages.py"
+    if not script.exists():
+        pytest.skip("benchmarks/ is not beside the tests (an installed package)")
+    out = subprocess.run([sys.executable, str(script), "--steps", "2"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "loop: mappings [" in out.stdout and out.stdout.count("a fresh 128 MiB result") == 2, out.stdout

@@ -129,7 +129,7 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
     op = "max_unpool3d_backward"
     if out is None and isinstance(grad_output, torch.Tensor) and isinstance(self, torch.Tensor) \
             and isinstance(indices, torch.Tensor) and plain_ints(output_size, stride, padding) \
-            and not torch.compiler.is_compiling():  # (see elu.py; compiled code checks at trace time)
+            and not torch.compiler.is_compiling():  # (as in elu.py; compiled: the checks, traced once)
         try:
             return _MAX_UNPOOL_BACKWARD(grad_output, self, indices, output_size, stride, padding)
         except RuntimeError as e:  # (an element beyond int64: the checks name it; plain_ints)

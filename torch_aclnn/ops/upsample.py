@@ -99,7 +99,7 @@ def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_
 def _backward(op: str, grad_output, output_size, input_size, scales_d, scales_h, scales_w, out):
     if out is None and isinstance(grad_output, torch.Tensor) and plain_ints(output_size, input_size) \
             and optional_floats(scales_d, scales_h, scales_w) \
-            and not torch.compiler.is_compiling():  # (the common call: see elu.py; compiled code checks at trace time)
+            and not torch.compiler.is_compiling():  # (the common call, as in elu.py; compiled: the checks, traced once)
         try:
             return _OPS[op](grad_output, output_size, input_size, scales_d, scales_h, scales_w)
         except RuntimeError as e:  # (an element beyond int64: the checks name it; plain_ints)
