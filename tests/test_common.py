@@ -569,3 +569,37 @@ def test_int_arguments_beyond_the_schema_get_the_contracts_error():
         torch_aclnn.upsample_nearest3d_backward(t, 1, [1, 1, 1, 1, 1])
     with pytest.raises(TypeError, match=r"\[torch_aclnn 161002\] max_unpool3d_backward: stride must be a list"):
         torch_aclnn.max_unpool3d_backward(t, t, t.long(), [1, 1, 1], 1, [0, 0, 0])
+
+
+def test_the_common_call_skips_the_checks(monkeypatch):
+    """The common call of each function with a fast path takes no Python
+    check (require, which every checked call runs first), and a call with
+    other argument types does."""
+    from torch_aclnn.ops import elu, max_unpool, smooth_l1, upsample
+
+    class Checked(Exception):
+        pass
+
+    def refuse(*args, **kwargs):
+        raise Checked
+    for module in (elu, smooth_l1, upsample, max_unpool):
+        monkeypatch.setattr(module, "require", refuse)
+    x, g = torch.randn(1, 2, 2, 2, 2), torch.randn(1, 2, 4, 4, 4)
+    pooled, idx = torch.nn.functional.max_pool3d(g, 2, return_indices=True)
+    pairs = [
+        (lambda: torch_aclnn.elu(x), lambda: torch_aclnn.elu(x, 1)),
+        (lambda: torch_aclnn.selu(x), lambda: torch_aclnn.selu(x, inplace=0)),
+        (lambda: torch_aclnn.elu_backward(x, 1.0, 1.0, 1.0, False, x),
+         lambda: torch_aclnn.elu_backward(x, 1, 1, 1, False, x)),
+        (lambda: torch_aclnn.smooth_l1_loss(x, x), lambda: torch_aclnn.smooth_l1_loss(x, x, 1)),
+        (lambda: torch_aclnn.smooth_l1_loss_backward(x, x, x, "sum", 1.0),
+         lambda: torch_aclnn.smooth_l1_loss_backward(x, x, x, "sum", 1)),
+        (lambda: torch_aclnn.upsample_nearest3d_backward(g, [4, 4, 4], [1, 2, 2, 2, 2]),
+         lambda: torch_aclnn.upsample_nearest3d_backward(g, [4, 4, 4], torch.Size([1, 2, 2, 2, 2]))),
+        (lambda: torch_aclnn.max_unpool3d_backward(g, pooled, idx, [4, 4, 4], [2, 2, 2], [0, 0, 0]),
+         lambda: torch_aclnn.max_unpool3d_backward(g, pooled, idx, [4, 4, 4], [2, 2, 2], torch.Size([0, 0, 0]))),
+    ]
+    for common, checked in pairs:
+        common()
+        with pytest.raises(Checked):
+            checked()

@@ -18,7 +18,8 @@ PACKAGE = Path(torch_aclnn.__file__).parent
 def test_no_private_torch_api_elsewhere():
     offenders = [f"{p.relative_to(PACKAGE)}:{i}: {line.strip()}"
                  for p in sorted(PACKAGE.rglob("*.py")) if p.name != "_torch_api.py"
-                 for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\btorch\._[A-Za-z]|\._op\b", line)]
+                 for i, line in enumerate(p.read_text().splitlines(), 1)
+                 if re.search(r"\btorch\._[A-Za-z]|\._op\b", line)]
     assert not offenders, offenders
 
 
