@@ -108,4 +108,3 @@ def exited(mode) -> None:
     stack = getattr(_own_modes, "stack", [])
     if stack and stack[-1] is mode:
         stack.pop()
-
