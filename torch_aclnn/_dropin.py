@@ -143,9 +143,18 @@ def _contract(fn: Callable, *args):
         raise
 
 
+def _reasons(plan: Callable) -> Callable:
+    """A drop-in plan (kept by :func:`planned`) whose contract errors become
+    the reason to pass the call through, kept too."""
+    def plan_or_reason(op, input, *args):
+        return _contract(plan, op, input, *args)
+    return plan_or_reason
+
+
 # ---------------------------------------------------------------------------
 # One decision per torch function, with its signature.
 
+@_reasons
 def _interpolate_plan(op, input, size, scale_factor, recompute_scale_factor, align_corners, antialias):
     """interpolate's rules on the input's shape and the plain arguments: the
     operator's (output size, scales), or the reason."""
@@ -162,7 +171,7 @@ def _interpolate_plan(op, input, size, scale_factor, recompute_scale_factor, ali
     for s in input.shape[1:]:
         if not s > 0:  # (torch refuses an empty C, D, H or W; an empty N is fine)
             return "an empty C, D, H or W axis"
-    return _contract(_up._resolve, op, input, size, scale_factor, recompute_scale_factor)
+    return _up._resolve(op, input, size, scale_factor, recompute_scale_factor)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -306,6 +315,7 @@ def _ints(v) -> bool:
     return isinstance(v, torch.SymInt)
 
 
+@_reasons
 def _unpool_plan(op, input, kernel_size, stride, padding, output_size):
     """max_unpool3d's rules on the input's shape and the plain arguments: the
     operator's (output size, stride, padding), or the reason."""
@@ -315,9 +325,7 @@ def _unpool_plan(op, input, kernel_size, stride, padding, output_size):
     if not (_ints(kernel_size) and _ints(padding) and (stride is None or _ints(stride))
             and (output_size is None or _ints(output_size))):
         return "kernel_size, stride, padding or output_size not ints"
-    plan = _contract(_unpool.plan, op, input, kernel_size, stride, padding, output_size)
-    if isinstance(plan, str):
-        return plan
+    plan = _unpool.plan(op, input, kernel_size, stride, padding, output_size)
     if math.prod(plan[0]) < math.prod(input.shape[-3:]):
         return "output volume smaller than the input's D*H*W (overlapping pooling windows)"
     return plan
@@ -378,6 +386,7 @@ def _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, r
     return _ops.max_pool3d_with_indices.default(input, *window)
 
 
+@_reasons
 def _pool_plan(op, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     """max_pool3d's rules on the plain arguments: the operator's window
     arguments, or the reason."""
@@ -385,7 +394,7 @@ def _pool_plan(op, input, kernel_size, stride, padding, dilation, ceil_mode, ret
         return "kernel_size, stride, padding or dilation not ints"
     if not isinstance(ceil_mode, bool) or not isinstance(return_indices, bool):
         return "ceil_mode or return_indices not a bool"
-    return _contract(_pool.plan, op, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _pool.plan(op, input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
