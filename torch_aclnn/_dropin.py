@@ -45,8 +45,6 @@ _FLOAT_MAX = {dtype: float(torch.finfo(dtype).max) for dtype in _FLOATING}
 _FLOAT32_MAX = _FLOAT_MAX[torch.float32]
 _MAX_DIMS = 8  # elu and smooth_l1: at most 8 dims (the aclnn contract; torch has no limit)
 
-_ops = torch.ops.torch_aclnn
-
 # operator -> the device types that have its torch_aclnn kernels; filled by
 # refresh_devices() when torch_aclnn is imported (after the NPU kernels
 # register), so that compiled code only reads constants.
@@ -190,7 +188,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if isinstance(resolved, str):
         return resolved
     output_size, scales = resolved
-    return getattr(_ops, op).default(input, output_size, *scales)
+    return _up._OPS[op](input, output_size, *scales)
 
 
 def _elu_call(input, alpha, scale, input_scale, inplace) -> Decision:
@@ -346,7 +344,7 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     plan = planned(_unpool_plan, "max_unpool3d", input, kernel_size, stride, padding, output_size)
     if isinstance(plan, str):
         return plan
-    out = _ops.max_unpool3d.default(input, indices, *plan)
+    out = _unpool._MAX_UNPOOL(input, indices, *plan)
     return out if out.is_contiguous() else out.contiguous()  # torch's result is contiguous in every layout
 
 
@@ -383,7 +381,7 @@ def _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, r
                      return_indices)
     if isinstance(window, str):
         return window
-    return _ops.max_pool3d_with_indices.default(input, *window)
+    return _pool._MAX_POOL(input, *window)
 
 
 @_reasons

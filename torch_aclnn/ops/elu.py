@@ -40,7 +40,7 @@ class _EluInplace(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, alpha, scale, input_scale):
         # (through .data: mark_dirty bumps the version counter once, as aten's elu_ does)
-        input.data.copy_(_ops.elu(input, alpha, scale, input_scale))
+        input.data.copy_(_ELU(input, alpha, scale, input_scale))
         ctx.mark_dirty(input)
         ctx.save_for_backward(input)
         ctx.params = (alpha, scale, input_scale)
@@ -62,7 +62,7 @@ def _elu(input: torch.Tensor, alpha, scale, input_scale, inplace: bool) -> torch
         return _ELU(input, alpha, scale, input_scale)
     if torch.is_grad_enabled() and input.requires_grad:
         return _EluInplace.apply(input, alpha, scale, input_scale)
-    return input.copy_(_ops.elu(input, alpha, scale, input_scale))
+    return input.copy_(_ELU(input, alpha, scale, input_scale))
 
 
 def _params(op: str, **params) -> list:
