@@ -3,9 +3,10 @@ autograd recording and the backward node, torch_aclnn against aten.
 
     python benchmarks/entry_cost.py [--rounds 9] [--device cuda]
 
-elu on one element, timed three ways into each library: torch_aclnn through
-``torch.ops`` (the only entry it has), aten through the same ``torch.ops``
-entry, and aten through ``F.elu`` (a direct C binding); each without and with
+elu on one element, timed two ways into each library: torch_aclnn through
+``torch.ops`` and through its direct call (the Python API's entry,
+csrc/direct_call.cpp), aten through the same ``torch.ops`` entry and through
+``F.elu`` (a generated C binding); each without and with
 an input that requires grad (the call is then recorded for backward). Then a
 chain of 20 calls, forward and backward (``torch.autograd.grad``), less a chain
 of 1: what one recorded call and its backward node cost. Then every
@@ -32,6 +33,7 @@ import torch_aclnn.nn
 from torch_aclnn import _dropin
 from torch_aclnn.bench import _fastest_blocks
 from torch_aclnn.bench_cases import _overhead_cases
+from torch_aclnn.ops import elu as _elu
 
 
 def _chain(op, x, n):
@@ -52,11 +54,13 @@ def main() -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args()
     ours = lambda t: torch.ops.torch_aclnn.elu(t, 1.0, 1.0, 1.0)  # noqa: E731
+    direct = _elu._ELU.direct
     aten = lambda t: torch.ops.aten.elu(t, 1.0, 1.0, 1.0)  # noqa: E731
     for grad in (False, True):
         x = torch.randn(1, device=args.device, requires_grad=grad)
-        fns = {"torch.ops.torch_aclnn.elu": lambda: ours(x), "torch.ops.aten.elu": lambda: aten(x),
-               "F.elu": lambda: F.elu(x)}
+        fns = {"torch.ops.torch_aclnn.elu": lambda: ours(x),
+               "torch_aclnn direct call": lambda: direct(x, 1.0, 1.0, 1.0),
+               "torch.ops.aten.elu": lambda: aten(x), "F.elu": lambda: F.elu(x)}
         times = _fastest_blocks(fns, args.rounds, args.threads, args.device)
         print(f"1 element, {'requires_grad' if grad else 'no grad'}:")
         for name, t in times.items():

@@ -11,6 +11,7 @@
 #include "autograd.h"
 #include "common/deferred.h"
 #include "dropin.h"
+#include "direct_call.h"
 
 #include <Python.h>
 #include <pybind11/pybind11.h>
@@ -74,6 +75,9 @@ PyMODINIT_FUNC PyInit__C(void) {
       {"_check_index_errors", check_index_errors, METH_NOARGS,
        "_check_index_errors(): waits for the pending index checks, raises the first failed one"},
       {"_pending_index_checks", pending_index_checks, METH_NOARGS, "_pending_index_checks(): how many are pending"},
+      {"_direct_call", torch_aclnn::direct_call::make, METH_VARARGS,
+       "_direct_call(name, overload, fallback): operator `name`'s direct call from the Python API, `fallback` (its "
+       "OpOverload) for the calls it does not take"},
       {"_aten_routes", torch_aclnn::dropin::routes, METH_NOARGS,
        "_aten_routes(): (aten operator, torch_aclnn operator) per route of patch(level='dispatcher')"},
       {"_route_aten", torch_aclnn::dropin::install, METH_VARARGS,

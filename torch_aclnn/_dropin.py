@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from ._registry import OPERATORS
 from ._torch_api import functorch_transforms_active, has_kernel, is_view, privateuse1_name
-from .ops._common import planned
+from .ops._common import compiling, planned
 from .ops import elu as _elu, max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
 
 __all__ = ["ROUTES", "call", "decide"]
@@ -188,7 +188,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if isinstance(resolved, str):
         return resolved
     output_size, scales = resolved
-    return _up._OPS[op](input, output_size, *scales)
+    return _up._OPS[op][compiling()](input, output_size, *scales)
 
 
 def _elu_call(input, alpha, scale, input_scale, inplace) -> Decision:
@@ -344,7 +344,7 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     plan = planned(_unpool_plan, "max_unpool3d", input, kernel_size, stride, padding, output_size)
     if isinstance(plan, str):
         return plan
-    out = _unpool._MAX_UNPOOL(input, indices, *plan)
+    out = _unpool._MAX_UNPOOL[compiling()](input, indices, *plan)
     return out if out.is_contiguous() else out.contiguous()  # torch's result is contiguous in every layout
 
 
@@ -381,7 +381,7 @@ def _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, r
                      return_indices)
     if isinstance(window, str):
         return window
-    return _pool._MAX_POOL(input, *window)
+    return _pool._MAX_POOL[compiling()](input, *window)
 
 
 @_reasons

@@ -13,14 +13,14 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
-from ._common import (bool_arg, int_array, invalid, planned, plane_vmap, register_autograd, register_vmap, require,
-                      tensors)
+from ._common import (Operator, bool_arg, compiling, int_array, invalid, planned, plane_vmap, register_autograd,
+                      register_vmap, require, tensors)
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
 _ops = torch.ops.torch_aclnn
-_MAX_POOL = _ops.max_pool3d_with_indices.default
-_MAX_POOL_BACKWARD = _ops.max_pool3d_with_indices_backward.default
+_MAX_POOL = Operator.of("max_pool3d_with_indices")
+_MAX_POOL_BACKWARD = Operator.of("max_pool3d_with_indices_backward")
 
 Size3 = Union[int, Sequence[int]]
 
@@ -106,8 +106,8 @@ def max_pool3d_with_indices(input: torch.Tensor, kernel_size: Size3, stride: Opt
     if not isinstance(input, torch.Tensor):
         require(op, input=input)
         tensors(op, input=input)
-    values, indices = _MAX_POOL(input, *planned(_window_plan, op, None, kernel_size, stride, padding, dilation,
-                                               ceil_mode))
+    window = planned(_window_plan, op, None, kernel_size, stride, padding, dilation, ceil_mode)
+    values, indices = _MAX_POOL[compiling()](input, *window)
     return values, indices
 
 
@@ -149,7 +149,7 @@ def max_pool3d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tens
     if out is not None:
         _ops.max_pool3d_with_indices_backward.grad_input(grad_output, self, indices, *window, grad_input=out)
         return out
-    return _MAX_POOL_BACKWARD(grad_output, self, indices, *window)
+    return _MAX_POOL_BACKWARD[compiling()](grad_output, self, indices, *window)
 
 
 # ---------------------------------------------------------------------------

@@ -13,14 +13,14 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import (INT64_MAX, int_array, int_list, invalid, plain_ints, planned, plane_vmap, register_autograd,
-                      register_vmap, require, tensors)
+from ._common import (INT64_MAX, Operator, compiling, int_array, int_list, invalid, plain_ints, planned, plane_vmap,
+                      register_autograd, register_vmap, require, tensors)
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
 _ops = torch.ops.torch_aclnn
-_MAX_UNPOOL = _ops.max_unpool3d.default
-_MAX_UNPOOL_BACKWARD = _ops.max_unpool3d_backward.default
+_MAX_UNPOOL = Operator.of("max_unpool3d")
+_MAX_UNPOOL_BACKWARD = Operator.of("max_unpool3d_backward")
 
 Size3 = Union[int, Sequence[int]]
 
@@ -91,7 +91,8 @@ def max_unpool3d(input: torch.Tensor, indices: torch.Tensor, kernel_size: Size3,
     if not (isinstance(input, torch.Tensor) and isinstance(indices, torch.Tensor)):
         require(op, input=input, indices=indices)
         tensors(op, input=input, indices=indices)
-    return _MAX_UNPOOL(input, indices, *planned(_checked_plan, op, input, kernel_size, stride, padding, output_size))
+    plan = planned(_checked_plan, op, input, kernel_size, stride, padding, output_size)
+    return _MAX_UNPOOL[compiling()](input, indices, *plan)
 
 
 def _checked_plan(op: str, input: torch.Tensor, kernel_size, stride, padding, output_size) -> tuple:
@@ -129,9 +130,9 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
     op = "max_unpool3d_backward"
     if out is None and isinstance(grad_output, torch.Tensor) and isinstance(self, torch.Tensor) \
             and isinstance(indices, torch.Tensor) and plain_ints(output_size, stride, padding) \
-            and not torch.compiler.is_compiling():  # (as in elu.py; compiled: the checks, traced once)
+            and not compiling():  # (as in elu.py; compiled: the checks, traced once)
         try:
-            return _MAX_UNPOOL_BACKWARD(grad_output, self, indices, output_size, stride, padding)
+            return _MAX_UNPOOL_BACKWARD.direct(grad_output, self, indices, output_size, stride, padding)
         except RuntimeError as e:  # (an element beyond int64: the checks name it; plain_ints)
             refused = e
         _int_arrays(op, output_size, stride, padding)
@@ -144,7 +145,7 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
         _ops.max_unpool3d_backward.grad_input(grad_output, self, indices, output_size, stride, padding,
                                               grad_input=out)
         return out
-    return _MAX_UNPOOL_BACKWARD(grad_output, self, indices, output_size, stride, padding)
+    return _MAX_UNPOOL_BACKWARD[compiling()](grad_output, self, indices, output_size, stride, padding)
 
 
 def _int_arrays(op: str, output_size, stride, padding) -> tuple:

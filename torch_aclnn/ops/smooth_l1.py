@@ -19,14 +19,14 @@ from typing import Optional, Union
 
 import torch
 
-from ._common import (batch_first, int_arg, invalid, real_arg, register_autograd, register_vmap, require, reverse,
-                      tensors, vmap_loop)
+from ._common import (Operator, batch_first, compiling, int_arg, invalid, real_arg, register_autograd, register_vmap,
+                      require, reverse, tensors, vmap_loop)
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
 _ops = torch.ops.torch_aclnn
-_SMOOTH_L1 = _ops.smooth_l1_loss.default
-_SMOOTH_L1_BACKWARD = _ops.smooth_l1_loss_backward.default
+_SMOOTH_L1 = Operator.of("smooth_l1_loss")
+_SMOOTH_L1_BACKWARD = Operator.of("smooth_l1_loss_backward")
 _Tensor = torch.Tensor
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -58,11 +58,11 @@ def smooth_l1_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reducti
     # contract checks the values); any other call takes the checks below, which name the argument.
     if type(beta) is float and type(reduction) is str and reduction in _REDUCTIONS and isinstance(input, _Tensor) \
             and isinstance(target, _Tensor):
-        return _SMOOTH_L1(input, target, _REDUCTIONS[reduction], beta)
+        return _SMOOTH_L1[compiling()](input, target, _REDUCTIONS[reduction], beta)
     op = "smooth_l1_loss"
     require(op, input=input, target=target, reduction=reduction, beta=beta)
     tensors(op, input=input, target=target)
-    return _SMOOTH_L1(input, target, _reduction(op, reduction), real_arg(op, "beta", beta))
+    return _SMOOTH_L1[compiling()](input, target, _reduction(op, reduction), real_arg(op, "beta", beta))
 
 
 def huber_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reduction = "mean",
@@ -79,7 +79,7 @@ def huber_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reduction =
     delta = real_arg(op, "delta", delta)
     if not (delta > 0 and delta < math.inf):
         raise invalid(op, f"delta must be finite and > 0, got {delta!r}")
-    return _SMOOTH_L1(input, target, _reduction(op, reduction), delta) * delta
+    return _SMOOTH_L1[compiling()](input, target, _reduction(op, reduction), delta) * delta
 
 
 def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, target: torch.Tensor,
@@ -95,7 +95,8 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
     """
     if type(beta) is float and type(reduction) is str and reduction in _REDUCTIONS and out is None \
             and isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor):
-        return _SMOOTH_L1_BACKWARD(grad_output, input, target, _REDUCTIONS[reduction], beta)  # (as in smooth_l1_loss)
+        # (as in smooth_l1_loss)
+        return _SMOOTH_L1_BACKWARD[compiling()](grad_output, input, target, _REDUCTIONS[reduction], beta)
     op = "smooth_l1_loss_backward"
     require(op, grad_output=grad_output, input=input, target=target, reduction=reduction, beta=beta)
     tensors(op, grad_output=grad_output, input=input, target=target)
@@ -104,7 +105,7 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
     if out is not None:
         _ops.smooth_l1_loss_backward.grad_input(grad_output, input, target, r, beta, grad_input=out)
         return out
-    return _SMOOTH_L1_BACKWARD(grad_output, input, target, r, beta)
+    return _SMOOTH_L1_BACKWARD[compiling()](grad_output, input, target, r, beta)
 
 
 # ---------------------------------------------------------------------------

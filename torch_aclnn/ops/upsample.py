@@ -11,8 +11,9 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import (int_arg, int_array, invalid, optional_floats, optional_real, plain_ints, planned, positive_scale,
-                      register_autograd, register_vmap, require, scaled_size, tensors, vmap_loop)
+from ._common import (Operator, compiling, int_arg, int_array, invalid, optional_floats, optional_real, plain_ints,
+                      planned, positive_scale, register_autograd, register_vmap, require, scaled_size, tensors,
+                      vmap_loop)
 
 __all__ = [
     "upsample_nearest3d",
@@ -22,7 +23,7 @@ __all__ = [
 ]
 
 _ops = torch.ops.torch_aclnn
-_OPS = {name: getattr(_ops, name).default for name in __all__}
+_OPS = {name: Operator.of(name) for name in __all__}
 
 Size3 = Union[int, Sequence[int]]
 Scale3 = Union[float, Sequence[float]]
@@ -72,7 +73,7 @@ def upsample_nearest3d(input: torch.Tensor, size: Optional[Size3] = None,
     ``s = 1/scale`` when all three scales are given, else ``in/out``.
     """
     output_size, scales = planned(_resolve, "upsample_nearest3d", input, size, scale_factor, recompute_scale_factor)
-    return _OPS["upsample_nearest3d"](input, output_size, *scales)
+    return _OPS["upsample_nearest3d"][compiling()](input, output_size, *scales)
 
 
 def upsample_nearest_exact3d(input: torch.Tensor, size: Optional[Size3] = None,
@@ -84,7 +85,7 @@ def upsample_nearest_exact3d(input: torch.Tensor, size: Optional[Size3] = None,
     """
     output_size, scales = planned(_resolve, "upsample_nearest_exact3d", input, size, scale_factor,
                                   recompute_scale_factor)
-    return _OPS["upsample_nearest_exact3d"](input, output_size, *scales)
+    return _OPS["upsample_nearest_exact3d"][compiling()](input, output_size, *scales)
 
 
 def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_w):
@@ -99,9 +100,9 @@ def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_
 def _backward(op: str, grad_output, output_size, input_size, scales_d, scales_h, scales_w, out):
     if out is None and isinstance(grad_output, torch.Tensor) and plain_ints(output_size, input_size) \
             and optional_floats(scales_d, scales_h, scales_w) \
-            and not torch.compiler.is_compiling():  # (the common call, as in elu.py; compiled: the checks, traced once)
+            and not compiling():  # (the common call, as in elu.py; compiled: the checks, traced once)
         try:
-            return _OPS[op](grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+            return _OPS[op].direct(grad_output, output_size, input_size, scales_d, scales_h, scales_w)
         except RuntimeError as e:  # (an element beyond int64: the checks name it; plain_ints)
             refused = e
         _backward_args(op, output_size, input_size, scales_d, scales_h, scales_w)
@@ -112,7 +113,7 @@ def _backward(op: str, grad_output, output_size, input_size, scales_d, scales_h,
     if out is not None:
         getattr(_ops, op).grad_input(grad_output, *args, grad_input=out)
         return out
-    return _OPS[op](grad_output, *args)
+    return _OPS[op][compiling()](grad_output, *args)
 
 
 def upsample_nearest3d_backward(grad_output: torch.Tensor, output_size: Sequence[int], input_size: Sequence[int],

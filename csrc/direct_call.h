@@ -1,0 +1,17 @@
+// The Python API's direct call of an operator: a callable that behaves as
+// the operator's torch.ops OpOverload and parses the common call faster (see
+// csrc/direct_call.cpp). torch_aclnn/ops/_common.py makes them.
+#pragma once
+
+#include <Python.h>
+
+namespace torch_aclnn::direct_call {
+
+// torch_aclnn._C._direct_call(name, overload, fallback): the direct call of
+// operator `name` ("torch_aclnn::elu"), overload `overload` ("" for the
+// default), which hands every call it does not take to `fallback`.
+// RuntimeError for an operator with an argument or result type it has no
+// converter for.
+PyObject* make(PyObject* self, PyObject* args);
+
+}  // namespace torch_aclnn::direct_call

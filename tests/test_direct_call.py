@@ -1,0 +1,201 @@
+"""The Python API's direct call of each operator (csrc/direct_call.cpp,
+torch_aclnn.ops._common.Operator): the same results, autograd and errors as
+the torch.ops OpOverload it wraps, every other call handed to that
+OpOverload, and the OpOverload in compiled code."""
+import sys
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import torch_aclnn
+from torch_aclnn import _C
+from torch_aclnn.ops import _common, elu, max_pool, max_unpool, smooth_l1, upsample
+from torch_aclnn.testing import OPS, results
+
+# Every Operator of the Python API, by its operator's name.
+OPERATORS = {op.overload._schema.name.split("::")[1]: op for op in (
+    elu._ELU, elu._ELU_BACKWARD, smooth_l1._SMOOTH_L1, smooth_l1._SMOOTH_L1_BACKWARD, max_unpool._MAX_UNPOOL,
+    max_unpool._MAX_UNPOOL_BACKWARD, max_pool._MAX_POOL, max_pool._MAX_POOL_BACKWARD, *upsample._OPS.values())}
+
+
+def test_every_operator_has_one():
+    assert sorted(OPERATORS) == sorted(OPS)
+    for name, op in OPERATORS.items():
+        assert op.overload is getattr(torch.ops.torch_aclnn, name).default
+        assert op[False] is op.direct and op[True] is op.overload  # (op[compiling()])
+
+
+def _positional(overload, sample):
+    """The sample's arguments, all positional (the direct call takes no keywords)."""
+    names = [a.name for a in overload._schema.arguments]
+    return [*sample.args, *(sample.kwargs[n] for n in names[len(sample.args):] if n in sample.kwargs)]
+
+
+def _same(a, b):
+    ra, rb = results(a), results(b)
+    assert len(ra) == len(rb)
+    for x, y in zip(ra, rb):
+        assert (x.shape, x.dtype, x.stride()) == (y.shape, y.dtype, y.stride())
+        assert torch.equal(x, y) or (x.is_floating_point() and torch.allclose(x, y, equal_nan=True, rtol=0, atol=0))
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_same_results_and_gradients_as_the_overload(name):
+    """Every sample, positional, through the direct call and the OpOverload:
+    equal results with the same strides, recorded for autograd alike."""
+    op, info = OPERATORS[name], OPS[name]
+    dtype = torch.float64 if torch.float64 in info.dtypes else info.dtypes[0]
+    for s in info.samples("cpu", dtype, requires_grad=dtype.is_floating_point):
+        args = _positional(op.overload, s)
+        ours, theirs = op.direct(*args), op.overload(*args)
+        _same(ours, theirs)
+        first, other = results(ours)[0], results(theirs)[0]
+        assert type(first.grad_fn) is type(other.grad_fn), s
+        if first.requires_grad:
+            inputs = [a for a in s.tensors() if a.requires_grad]
+            g = torch.ones_like(first)
+            _same(torch.autograd.grad(first, inputs, g, allow_unused=True, materialize_grads=True),
+                  torch.autograd.grad(other, inputs, g, allow_unused=True, materialize_grads=True))
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_same_contract_errors_as_the_overload(name):
+    """Every contract error of the operator, raised alike (type and message)."""
+    op, info = OPERATORS[name], OPS[name]
+    for e in info.errors("cpu"):
+        if e.overload != "default":
+            continue
+        args = _positional(op.overload, e.sample)
+        with pytest.raises(e.exc) as ours:
+            op.direct(*args)
+        with pytest.raises(e.exc) as theirs:
+            op.overload(*args)
+        assert str(ours.value) == str(theirs.value), e
+
+
+def _elu_calls():
+    x = torch.randn(3, 4)
+    return x, [
+        ((x, 1.0, 1.0, 1.0), {}),  # the common call
+        ((x,), {}),  # defaults
+        ((x,), {"alpha": 0.5}),  # keywords: the OpOverload's
+        ((x, 1, 1, 1), {}),  # ints for the Scalars
+        ((torch.nn.Parameter(x), 2.0, 1.0, 1.0), {}),
+    ]
+
+
+def test_other_calls_go_to_the_overload_with_its_results_and_errors():
+    x, calls = _elu_calls()
+    op = elu._ELU
+    for args, kwargs in calls:
+        _same(op.direct(*args, **kwargs), op.overload(*args, **kwargs))
+    for bad in [(x, True, 1.0, 1.0), (x, "1", 1.0, 1.0), (x, 1.0, 1.0, 1.0, 1.0), (), (None, 1.0, 1.0, 1.0)]:
+        with pytest.raises(Exception) as ours:
+            op.direct(*bad)
+        with pytest.raises(Exception) as theirs:
+            op.overload(*bad)
+        assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value)), bad
+    # ints beyond ±2**62 (SymInt's own range) and beyond int64: the OpOverload's answer
+    g = torch.randn(1, 1, 2, 2, 2)
+    up = upsample._OPS["upsample_nearest3d_backward"]
+    for big in (2 ** 62 + 1, 2 ** 63, -2 ** 70):
+        with pytest.raises(Exception) as ours:
+            up.direct(g, [2, 2, big], [1, 1, 1, 1, 1], None, None, None)
+        with pytest.raises(Exception) as theirs:
+            up.overload(g, [2, 2, big], [1, 1, 1, 1, 1], None, None, None)
+        assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value)), big
+
+
+def test_torch_function_is_the_overloads():
+    """A TorchFunctionMode and a subclass's __torch_function__ see the
+    operator's OpOverload, as they do through torch.ops."""
+    seen = []
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    class Sub(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return super().__torch_function__(func, types, args, kwargs)
+
+    x = torch.randn(4)
+    with Mode():
+        elu._ELU.direct(x, 1.0, 1.0, 1.0)
+    assert seen == [elu._ELU.overload]
+    seen.clear()
+    out = elu._ELU.direct(x.as_subclass(Sub), 1.0, 1.0, 1.0)
+    assert elu._ELU.overload in seen and type(out) is Sub
+
+
+def test_below_the_entry_it_is_the_dispatchers_call():
+    """The call goes through the dispatcher with the GIL released: a
+    TorchDispatchMode (Python, which takes the GIL back) sees it, and so do
+    the profiler and autocast."""
+    seen = []
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(1, 1, 2, 2, 2)
+    with Mode():
+        out = max_pool._MAX_POOL.direct(x, [2], [], [0], [1], False)
+    assert seen == [max_pool._MAX_POOL.overload] and isinstance(out, tuple) and len(out) == 2
+    with torch.profiler.profile() as prof:
+        elu._ELU.direct(x, 1.0, 1.0, 1.0)
+    assert "torch_aclnn::elu" in {e.name for e in prof.events()}
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert elu._ELU.direct(x, 1.0, 1.0, 1.0).dtype == elu._ELU.overload(x, 1.0, 1.0, 1.0).dtype
+
+
+def test_no_reference_is_leaked():
+    x, calls = _elu_calls()
+    op = elu._ELU
+    before = sys.getrefcount(x)
+    for _ in range(100):
+        for args, kwargs in calls:
+            op.direct(*args, **kwargs)
+        with pytest.raises(RuntimeError):
+            op.direct(x, "1", 1.0, 1.0)
+    assert sys.getrefcount(x) == before
+    out = op.direct(x, 1.0, 1.0, 1.0)
+    assert sys.getrefcount(out) == 2  # (out, and getrefcount's argument)
+
+
+def test_operators_it_cannot_take_are_refused():
+    """An overload that writes an argument (out=) has no direct call."""
+    with pytest.raises(RuntimeError, match="writes an argument"):
+        _C._direct_call("torch_aclnn::elu_backward", "grad_input", torch.ops.torch_aclnn.elu_backward.grad_input)
+    with pytest.raises(RuntimeError):
+        _C._direct_call("torch_aclnn::no_such_op", "", None)
+
+
+def test_the_api_calls_it_in_eager_code_and_the_overload_in_compiled_code(monkeypatch):
+    """Each module's Operator, indexed by compiling(): the direct call in
+    eager code, the OpOverload under torch.compile (fullgraph: no break)."""
+    used = []
+
+    def spy(op, kind):
+        fn = getattr(op, kind)
+
+        def call(*args):
+            used.append(kind)
+            return fn(*args)
+        return call
+
+    monkeypatch.setattr(elu, "_ELU", _common.Operator(spy(elu._ELU, "direct"), spy(elu._ELU, "overload")))
+    x = torch.randn(2, 3)
+    expected = torch.nn.functional.elu(x)
+    assert torch.equal(torch_aclnn.elu(x), expected) and used == ["direct"]
+    used.clear()
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: torch_aclnn.elu(t), fullgraph=True, backend="eager")
+    assert torch.equal(compiled(x), expected) and used == ["overload"]
+    torch._dynamo.reset()
