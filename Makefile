@@ -63,11 +63,11 @@ fuzz: build
 ASAN_DIR  ?= build/asan
 ASAN_TESTS ?= tests/test_common.py tests/test_adversarial.py tests/test_upsample.py tests/test_elu.py \
 	tests/test_max_unpool.py tests/test_max_pool.py tests/test_streaming.py tests/test_forward_ad.py \
-	tests/test_patch_dispatcher.py \
+	tests/test_patch_dispatcher.py tests/test_direct_call.py \
 	-k "reference or contract_error or matches_torch \
 	or adversarial or long_rows or vector_and_tail or halving or empty_depth or packed_lanes or window \
 	or (streaming and native) or larger_than_the_cache or func_transforms or vmap or out_overload \
-	or tangent_only or patch_dispatcher"
+	or tangent_only or patch_dispatcher or direct_call"
 # Only the CPU kernels of the instruction set the loader picks on this machine
 # (aten's own choice): a third of the build time.
 ASAN_ISA  ?= $(shell $(VPY) -c "import torch; print({'AVX512': 'avx512', 'AVX2': 'avx2'}.get(torch.backends.cpu.get_cpu_capability(), 'default'))" 2>/dev/null || echo default)
