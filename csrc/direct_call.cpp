@@ -156,26 +156,43 @@ PyObject* wrap(torch::jit::Stack& stack, size_t returns) {
   return tuple;
 }
 
+// Exceptions become Python's as torch.ops' pybind11 entry makes them: the
+// same types, and no warning handler (a TORCH_WARN below goes where it goes
+// through torch.ops; HANDLE_TH_ERRORS would turn it into a Python warning).
 PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  HANDLE_TH_ERRORS
   auto* direct = reinterpret_cast<DirectCall*>(self);
   const Operator& op = *direct->op;
   const auto n = static_cast<size_t>(PyVectorcall_NARGS(nargsf));
   bool plain = (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0) && n >= op.required &&
                n <= op.arguments.size() && !at::impl::torch_function_mode_enabled();
-  torch::jit::Stack stack;
-  if (plain) {
-    stack.reserve(op.arguments.size());
-    for (size_t i = 0; plain && i < n; ++i) plain = convert(op.arguments[i].kind, args[i], stack);
+  try {
+    torch::jit::Stack stack;
+    if (plain) {
+      stack.reserve(op.arguments.size());
+      for (size_t i = 0; plain && i < n; ++i) plain = convert(op.arguments[i].kind, args[i], stack);
+    }
+    if (plain) {
+      for (size_t i = n; i < op.arguments.size(); ++i) stack.push_back(*op.arguments[i].default_value);
+      {
+        pybind11::gil_scoped_release no_gil;
+        op.op.callBoxed(stack);
+      }
+      return wrap(stack, op.returns);
+    }
+  } catch (pybind11::builtin_exception& e) {
+    e.set_error();
+    return nullptr;
+  } catch (const std::exception&) {
+    torch::translate_exception_to_python(std::current_exception());
+    return nullptr;
   }
-  if (!plain) return PyObject_Vectorcall(direct->fallback, args, nargsf, kwnames);
-  for (size_t i = n; i < op.arguments.size(); ++i) stack.push_back(*op.arguments[i].default_value);
-  {
-    pybind11::gil_scoped_release no_gil;
-    op.op.callBoxed(stack);
-  }
-  return wrap(stack, op.returns);
-  END_HANDLE_TH_ERRORS
+  return PyObject_Vectorcall(direct->fallback, args, nargsf, kwnames);
+}
+
+// An operator is as immutable as its OpOverload: a copy is the same object.
+PyObject* same(PyObject* self, PyObject* /*unused*/) {
+  Py_INCREF(self);
+  return self;
 }
 
 void dealloc(PyObject* self) {
@@ -201,6 +218,10 @@ PyTypeObject& direct_call_type() {
     t.tp_dealloc = dealloc;
     t.tp_repr = repr;
     t.tp_doc = "An operator's direct call from the Python API (csrc/direct_call.cpp)";
+    static PyMethodDef methods[] = {{"__copy__", same, METH_NOARGS, nullptr},
+                                    {"__deepcopy__", same, METH_O, nullptr},
+                                    {nullptr, nullptr, 0, nullptr}};
+    t.tp_methods = methods;
     return t;
   }();
   return type;
@@ -214,6 +235,10 @@ PyObject* make(PyObject* /*self*/, PyObject* args) {
   const char* overload = nullptr;
   PyObject* fallback = nullptr;
   if (!PyArg_ParseTuple(args, "ssO", &name, &overload, &fallback)) return nullptr;
+  // (torch_aclnn's operators are registered by this library, for the life of
+  // the process: the handle below never outlives its operator)
+  TORCH_CHECK(std::string(name).rfind("torch_aclnn::", 0) == 0, "_direct_call: ", name,
+              " is not a torch_aclnn operator");
   if (PyType_Ready(&direct_call_type()) < 0) return nullptr;
   auto op = std::make_unique<Operator>(Operator{c10::Dispatcher::singleton().findSchemaOrThrow(name, overload)});
   const c10::FunctionSchema& schema = op->op.schema();

@@ -170,11 +170,34 @@ def test_no_reference_is_leaked():
 
 
 def test_operators_it_cannot_take_are_refused():
-    """An overload that writes an argument (out=) has no direct call."""
+    """An overload that writes an argument (out=) has no direct call, nor
+    has another library's operator (which could be removed under it)."""
     with pytest.raises(RuntimeError, match="writes an argument"):
         _C._direct_call("torch_aclnn::elu_backward", "grad_input", torch.ops.torch_aclnn.elu_backward.grad_input)
     with pytest.raises(RuntimeError):
         _C._direct_call("torch_aclnn::no_such_op", "", None)
+    with pytest.raises(RuntimeError, match="not a torch_aclnn operator"):
+        _C._direct_call("aten::elu", "", torch.ops.aten.elu.default)
+
+
+def test_exceptions_from_below_keep_their_type():
+    """An exception raised beneath the dispatcher (here pybind11's TypeError,
+    from a dispatch mode's result of the wrong kind) reaches Python with the
+    type torch.ops gives it."""
+    class Wrong(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return {} if func is max_pool._MAX_POOL.overload else func(*args, **(kwargs or {}))
+
+    x = torch.randn(1, 2, 4, 4, 4)
+    for call in (max_pool._MAX_POOL.direct, max_pool._MAX_POOL.overload):
+        with Wrong(), pytest.raises(TypeError):
+            call(x, [2], [], [0], [1], False)
+
+
+def test_copies_are_the_same_object():
+    import copy
+    assert copy.copy(elu._ELU) == elu._ELU and copy.deepcopy(elu._ELU) == elu._ELU
+    assert copy.deepcopy(elu._ELU).direct is elu._ELU.direct
 
 
 def test_the_api_calls_it_in_eager_code_and_the_overload_in_compiled_code(monkeypatch):
