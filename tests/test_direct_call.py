@@ -42,12 +42,12 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_same_results_and_gradients_as_the_overload(name):
+def test_same_results_and_gradients_as_the_overload(name, device):
     """Every sample, positional, through the direct call and the OpOverload:
     equal results with the same strides, recorded for autograd alike."""
     op, info = OPERATORS[name], OPS[name]
     dtype = torch.float64 if torch.float64 in info.dtypes else info.dtypes[0]
-    for s in info.samples("cpu", dtype, requires_grad=dtype.is_floating_point):
+    for s in info.samples(device, dtype, requires_grad=dtype.is_floating_point):
         args = _positional(op.overload, s)
         ours, theirs = op.direct(*args), op.overload(*args)
         _same(ours, theirs)
@@ -61,10 +61,10 @@ def test_same_results_and_gradients_as_the_overload(name):
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_same_contract_errors_as_the_overload(name):
+def test_same_contract_errors_as_the_overload(name, device):
     """Every contract error of the operator, raised alike (type and message)."""
     op, info = OPERATORS[name], OPS[name]
-    for e in info.errors("cpu"):
+    for e in info.errors(device):
         if e.overload != "default":
             continue
         args = _positional(op.overload, e.sample)
