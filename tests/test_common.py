@@ -456,6 +456,18 @@ def test_public_plans_keep_results_not_errors(monkeypatch):
     assert len(_common._PLANS) == 3
 
 
+def test_plan_keys_tell_argument_types_apart():
+    """A plan's key is equal only for equal values of equal types: a list of
+    ints (keyed by its values alone), a list holding a float, a scalar, None
+    and a bool all differ; a list and a tuple of the same ints do not."""
+    from torch_aclnn.ops._common import _plan_key
+    keys = [_plan_key((), (v,)) for v in ([2, 2], [2.0, 2], 2, 2.0, None, True, [], [2], (2,))]
+    assert keys[-2] == keys[-1]
+    assert len(set(keys[:-1])) == len(keys) - 1
+    assert _plan_key((), ([True, 2],)) is None and _plan_key((), ("2",)) is None
+    assert _plan_key((1, 2), ()) != _plan_key((1, 3), ())
+
+
 def test_common_call_and_checked_call_agree():
     """Each Python function sends a call whose arguments have the schema's own
     types straight to the operator and checks any other call first: both

@@ -70,6 +70,12 @@ def _plan_key(shape, args):
         if v is None or t is int or t is float or t is bool:
             parts.append((t, v))
         elif t is list or t is tuple:
+            for e in v:
+                if type(e) is not int:
+                    break
+            else:  # (ints only, the common case: the values alone, which no other part can equal)
+                parts.append(tuple(v))
+                continue
             types = tuple(map(type, v))
             for e in types:
                 if e is not int and e is not float:
