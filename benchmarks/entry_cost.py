@@ -59,7 +59,7 @@ def main() -> None:
     for grad in (False, True):
         x = torch.randn(1, device=args.device, requires_grad=grad)
         fns = {"torch.ops.torch_aclnn.elu": lambda: ours(x),
-               "torch_aclnn.elu (direct call)": lambda: direct(x, 1.0, 1.0, 1.0),
+               "elu direct call": lambda: direct(x, 1.0, 1.0, 1.0),
                "torch.ops.aten.elu": lambda: aten(x), "F.elu": lambda: F.elu(x)}
         times = _fastest_blocks(fns, args.rounds, args.threads, args.device)
         print(f"1 element, {'requires_grad' if grad else 'no grad'}:")

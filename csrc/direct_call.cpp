@@ -185,6 +185,9 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
   } catch (const std::exception&) {
     torch::translate_exception_to_python(std::current_exception());
     return nullptr;
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "torch_aclnn: unknown C++ exception");
+    return nullptr;
   }
   return PyObject_Vectorcall(direct->fallback, args, nargsf, kwnames);
 }
@@ -246,8 +249,8 @@ PyObject* make(PyObject* /*self*/, PyObject* args) {
               " writes an argument or takes varargs");
   for (const c10::Argument& a : schema.arguments()) {
     const auto kind = kind_of(a.real_type());
-    TORCH_CHECK(kind.has_value() && !a.kwarg_only(), "_direct_call: ", schema, ": argument ", a.name(),
-                " has no converter");
+    TORCH_CHECK(!a.kwarg_only(), "_direct_call: ", schema, ": argument ", a.name(), " is keyword-only");
+    TORCH_CHECK(kind.has_value(), "_direct_call: ", schema, ": argument ", a.name(), " has no converter");
     if (!a.default_value().has_value()) {
       TORCH_CHECK(op->required == op->arguments.size(), "_direct_call: ", schema,
                   ": a required argument after a default");

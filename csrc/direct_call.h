@@ -10,8 +10,11 @@ namespace torch_aclnn::direct_call {
 // torch_aclnn._C._direct_call(name, overload, fallback): the direct call of
 // operator `name` ("torch_aclnn::elu"), overload `overload` ("" for the
 // default), which hands every call it does not take to `fallback`.
-// RuntimeError for an operator of another library, or with an argument or
-// result type it has no converter for.
+// RuntimeError for an operator of another library, one that writes an
+// argument or takes varargs, one with a keyword-only argument, an argument
+// type without a converter, a required argument after a default, or a result
+// that is not a Tensor (torch_aclnn/ops/_common.py then keeps the
+// OpOverload alone).
 PyObject* make(PyObject* self, PyObject* args);
 
 }  // namespace torch_aclnn::direct_call

@@ -21,10 +21,58 @@ OPERATORS = {op.overload._schema.name.split("::")[1]: op for op in (
 
 
 def test_every_operator_has_one():
+    """Every operator's schema is one the direct call takes (Operator.of
+    would otherwise keep the OpOverload in its place)."""
     assert sorted(OPERATORS) == sorted(OPS)
     for name, op in OPERATORS.items():
         assert op.overload is getattr(torch.ops.torch_aclnn, name).default
+        assert type(op.direct).__name__ == "_DirectCall", name
         assert op[False] is op.direct and op[True] is op.overload  # (op[compiling()])
+
+
+def _counting(name):
+    """operator ``name``'s direct call whose fallback counts the calls it gets."""
+    handed = []
+    overload = OPERATORS[name].overload
+
+    def fallback(*args, **kwargs):
+        handed.append(args)
+        return overload(*args, **kwargs)
+    return _C._direct_call(f"torch_aclnn::{name}", "", fallback), handed
+
+
+def _plain(value, schema_type) -> bool:
+    """Whether ``value`` has the exact Python type the direct call takes for ``schema_type``."""
+    kind = str(schema_type)
+    if kind == "Tensor":
+        return type(value) is torch.Tensor
+    if kind in ("float", "Scalar", "number"):
+        return type(value) is float
+    if kind in ("float?", "Optional[float]"):
+        return value is None or type(value) is float
+    if kind in ("int", "SymInt"):
+        return type(value) is int
+    if kind == "bool":
+        return type(value) is bool
+    return type(value) in (list, tuple) and all(type(e) is int for e in value)  # (int[], SymInt[])
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_the_common_call_is_taken_in_c(name):
+    """Every sample, positional, with plain Python values: none is handed to
+    the OpOverload."""
+    direct, handed = _counting(name)
+    info = OPS[name]
+    schema = OPERATORS[name].overload._schema
+    taken = 0
+    for s in info.samples("cpu", info.dtypes[0]):
+        args = _positional(OPERATORS[name].overload, s)
+        if all(_plain(a, arg.type) for a, arg in zip(args, schema.arguments)):
+            direct(*args)
+            taken += 1
+    assert taken and not handed
+    direct(*args[:-1], **{OPERATORS[name].overload._schema.arguments[len(args) - 1].name: args[-1]})
+    assert len(handed) == 1  # (a keyword: the OpOverload's)
 
 
 def _positional(overload, sample):
@@ -151,8 +199,10 @@ def test_below_the_entry_it_is_the_dispatchers_call():
     with torch.profiler.profile() as prof:
         elu._ELU.direct(x, 1.0, 1.0, 1.0)
     assert "torch_aclnn::elu" in {e.name for e in prof.events()}
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert elu._ELU.direct(x, 1.0, 1.0, 1.0).dtype == elu._ELU.overload(x, 1.0, 1.0, 1.0).dtype
+    b = x.bfloat16()
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # (smooth_l1 runs in float32 under autocast)
+        assert smooth_l1._SMOOTH_L1.direct(b, b, 1, 1.0).dtype == torch.float32
+        assert smooth_l1._SMOOTH_L1.overload(b, b, 1, 1.0).dtype == torch.float32
 
 
 def test_no_reference_is_leaked():
@@ -167,6 +217,13 @@ def test_no_reference_is_leaked():
     assert sys.getrefcount(x) == before
     out = op.direct(x, 1.0, 1.0, 1.0)
     assert sys.getrefcount(out) == 2  # (out, and getrefcount's argument)
+    v = torch.randn(1, 1, 2, 2, 2)
+    sizes = [2, 2, 2]
+    before = sys.getrefcount(v), sys.getrefcount(sizes)
+    for _ in range(100):
+        values, indices = max_pool._MAX_POOL.direct(v, sizes, [], [0], [1], False)
+    assert (sys.getrefcount(v), sys.getrefcount(sizes)) == before
+    assert sys.getrefcount(values) == 2 and sys.getrefcount(indices) == 2
 
 
 def test_operators_it_cannot_take_are_refused():

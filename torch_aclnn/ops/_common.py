@@ -139,10 +139,18 @@ class Operator(NamedTuple):
 
     @staticmethod
     def of(name: str) -> "Operator":
-        """``torch.ops.torch_aclnn.<name>.default``."""
+        """Operator ``name``'s direct call and its ``torch.ops.torch_aclnn.<name>.default``.
+        A schema the direct call cannot take (an argument type without a
+        converter, a keyword-only argument, a non-Tensor result: the list in
+        csrc/direct_call.h) keeps the OpOverload in both places, slower but
+        the same call (tests/test_direct_call.py checks that every operator
+        has its direct call)."""
         overload = getattr(torch.ops.torch_aclnn, name).default
-        C = importlib.import_module("torch_aclnn._C")
-        return Operator(C._direct_call(f"torch_aclnn::{name}", "", overload), overload)
+        try:
+            direct = importlib.import_module("torch_aclnn._C")._direct_call(f"torch_aclnn::{name}", "", overload)
+        except RuntimeError:
+            direct = overload
+        return Operator(direct, overload)
 
 
 def invalid(op: str, message: str, exc: type = ValueError) -> Exception:
