@@ -43,7 +43,7 @@ struct Argument {
   std::optional<c10::IValue> default_value;
 };
 
-struct Operator {
+struct Signature {
   c10::OperatorHandle op;
   std::vector<Argument> arguments;
   size_t required = 0;  // the leading arguments without a default
@@ -53,7 +53,7 @@ struct Operator {
 struct DirectCall {
   PyObject_HEAD
   vectorcallfunc vectorcall;
-  Operator* op;
+  Signature* op;
   PyObject* fallback;
 };
 
@@ -161,7 +161,7 @@ PyObject* wrap(torch::jit::Stack& stack, size_t returns) {
 // through torch.ops; HANDLE_TH_ERRORS would turn it into a Python warning).
 PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* direct = reinterpret_cast<DirectCall*>(self);
-  const Operator& op = *direct->op;
+  const Signature& op = *direct->op;
   const auto n = static_cast<size_t>(PyVectorcall_NARGS(nargsf));
   bool plain = (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0) && n >= op.required &&
                n <= op.arguments.size() && !at::impl::torch_function_mode_enabled();
@@ -243,7 +243,7 @@ PyObject* make(PyObject* /*self*/, PyObject* args) {
   TORCH_CHECK(std::string(name).rfind("torch_aclnn::", 0) == 0, "_direct_call: ", name,
               " is not a torch_aclnn operator");
   if (PyType_Ready(&direct_call_type()) < 0) return nullptr;
-  auto op = std::make_unique<Operator>(Operator{c10::Dispatcher::singleton().findSchemaOrThrow(name, overload)});
+  auto op = std::make_unique<Signature>(Signature{c10::Dispatcher::singleton().findSchemaOrThrow(name, overload)});
   const c10::FunctionSchema& schema = op->op.schema();
   TORCH_CHECK(!schema.is_mutable() && !schema.is_vararg() && !schema.is_varret(), "_direct_call: ", schema,
               " writes an argument or takes varargs");

@@ -23,6 +23,7 @@ from ._common import (Operator, batch_first, bool_arg, compiling, invalid, real_
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
 _ops = torch.ops.torch_aclnn
+# Called as op[compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
 _ELU = Operator.of("elu")
 _ELU_BACKWARD = Operator.of("elu_backward")
 _Tensor = torch.Tensor

@@ -19,6 +19,7 @@ from ._common import (Operator, bool_arg, compiling, int_array, invalid, planned
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
 _ops = torch.ops.torch_aclnn
+# Called as op[compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
 _MAX_POOL = Operator.of("max_pool3d_with_indices")
 _MAX_POOL_BACKWARD = Operator.of("max_pool3d_with_indices_backward")
 

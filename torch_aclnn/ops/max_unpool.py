@@ -19,6 +19,7 @@ from ._common import (INT64_MAX, Operator, compiling, int_array, int_list, inval
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
 _ops = torch.ops.torch_aclnn
+# Called as op[compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
 _MAX_UNPOOL = Operator.of("max_unpool3d")
 _MAX_UNPOOL_BACKWARD = Operator.of("max_unpool3d_backward")
 

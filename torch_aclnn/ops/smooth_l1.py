@@ -25,6 +25,7 @@ from ._common import (Operator, batch_first, compiling, int_arg, invalid, real_a
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
 _ops = torch.ops.torch_aclnn
+# Called as op[compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
 _SMOOTH_L1 = Operator.of("smooth_l1_loss")
 _SMOOTH_L1_BACKWARD = Operator.of("smooth_l1_loss_backward")
 _Tensor = torch.Tensor
