@@ -236,6 +236,8 @@ def test_entry_cost_script_runs():
     if "patch(dispatcher)" in bench_model._modes():  # (torch >= 2.9) F's calls with the routes off and on
         routes = [line.split()[0] for line in out.stdout.splitlines() if line.strip().endswith("x)")]
         assert routes == ["elu:", "interpolate:", "smooth_l1_loss:", "max_unpool3d:"], out.stdout
+    taxed = [line.split(":")[0].strip() for line in out.stdout.splitlines() if "patch()'s mode" in line]
+    assert taxed == ["x.shape", "p.grad", "torch.add"], out.stdout
 
 
 def test_huge_pages_script_runs():
