@@ -11,26 +11,24 @@ an input that requires grad (the call is then recorded for backward). Then a
 chain of 20 calls, forward and backward (``torch.autograd.grad``), less a chain
 of 1: what one recorded call and its backward node cost. Then every
 operator's Python API against its torch.ops entry and the torch call a user
-makes (bench's 1-element cases). Then the drop-in
+makes (bench's 1-element cases). Last, the drop-in
 layer on one element with requires_grad: the operator alone, the same call
 through the drop-in decision (torch_aclnn/_dropin.py, what patch(),
 torch_aclnn.nn.functional and the torch_aclnn.nn modules run), the torch.nn
 functional it replaces, and a torch_aclnn.nn module against its torch.nn twin;
 and that functional with patch(level="dispatcher")'s routes off and on (the
-routes are process-wide, so off and on alternate round by round). Last, what a
-call that patch() does not route pays inside a TorchFunctionMode.
+routes are process-wide, so off and on alternate round by round). What a call
+that patch() does not route pays inside a TorchFunctionMode: benchmarks/mode_cost.py.
 Per-call times are the fastest of short blocks, the candidates alternating
 block by block (torch_aclnn/bench.py's method for its 1-element rows).
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 
 import torch
 import torch.nn as tnn
 import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
 import torch_aclnn.nn
 from torch_aclnn import _dropin
@@ -76,7 +74,6 @@ def main() -> None:
         print(f"  {name:28s} {(times[f'{name} x21'] - times[f'{name} x1']) / 20 * 1e6:6.2f} us")
     _api_costs(args)
     _dropin_costs(args)
-    _mode_tax(args)
 
 
 def _api_costs(args) -> None:
@@ -138,35 +135,6 @@ def _dropin_costs(args) -> None:
             with torch_aclnn.patched(level="dispatcher"):
                 on += _fastest_blocks({name: torch_fn}, 1, args.threads, args.device)[name]
         print(f"  {name}: off {min(off) * 1e6:.2f} us, on {min(on) * 1e6:.2f} us ({min(on) / min(off):.2f}x)")
-
-
-def _mode_tax(args) -> None:
-    """What a torch call that patch() does not route pays inside a
-    TorchFunctionMode: a tensor attribute, an optimizer's gradient read and
-    an op, plain, inside a mode whose handler only calls the function, and
-    inside patch()'s mode. Each timed call runs 100 of them inside one
-    ``with`` block (so entering the mode adds about 1% to a read)."""
-    class Empty(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            return func(*args, **(kwargs or {}))
-
-    x = torch.randn(1, device=args.device)
-    p = torch.nn.Parameter(torch.randn(1, device=args.device))
-    p.grad = torch.zeros_like(p)
-    calls = {"x.shape": lambda: x.shape, "p.grad": lambda: p.grad, "torch.add": lambda: torch.add(x, x)}
-    modes = {"plain": contextlib.nullcontext, "empty mode": Empty, "patch()'s mode": torch_aclnn.patched}
-
-    def hundred(call, mode):
-        def run():
-            with mode():
-                for _ in range(100):
-                    call()
-        return run
-    print("inside a TorchFunctionMode (per call of a function patch() does not route):")
-    for name, call in calls.items():
-        fns = {m: hundred(call, mode) for m, mode in modes.items()}
-        times = _fastest_blocks(fns, args.rounds, args.threads, args.device)
-        print(f"  {name}: " + ", ".join(f"{m} {min(v) / 100 * 1e9:.0f} ns" for m, v in times.items()))
 
 
 if __name__ == "__main__":

@@ -16,25 +16,29 @@ within each round:
                  kernels replaced, no mode
     convert()    torch_aclnn.nn.convert() of the model, no mode
 
-and the cost of one tensor attribute read (``p.grad``) with and without the
-empty mode. A mode sees every torch call of the step, the optimizer's
-per-parameter reads included, so "empty mode" against "torch" is the part of
-patch()'s cost that no work inside torch_aclnn's handler can remove.
+and what one torch call that patch() does not route costs plain, inside the
+empty mode and inside patch()'s mode: a tensor attribute (``x.shape``), an
+optimizer's gradient read (``p.grad``) and an op (``torch.add``), each timed
+100 to a ``with`` block (so entering the mode adds about 1% to a call), the
+three alternating block by block. A mode sees every torch call of the step,
+the optimizer's per-parameter reads included, so "empty mode" against "torch"
+is the part of patch()'s cost that no work inside torch_aclnn's handler can
+remove.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import statistics
 import time
-import timeit
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 import torch_aclnn
 from torch_aclnn import bench_model
-from torch_aclnn.bench import _rotated
+from torch_aclnn.bench import _fastest_blocks, _rotated
 
 
 class EmptyMode(TorchFunctionMode):
@@ -96,12 +100,29 @@ def main() -> None:
     for name, ts in times.items():
         t = statistics.median(ts)
         print(f"  {name:17s} {t * 1e6:8.0f} us/step   torch / this = {ref / t:.2f}x")
-    p = torch.nn.Parameter(torch.ones(3))
-    p.grad = torch.ones(3)
-    plain = min(timeit.repeat(lambda: p.grad, number=100000, repeat=7)) / 100000
-    with EmptyMode():
-        moded = min(timeit.repeat(lambda: p.grad, number=100000, repeat=7)) / 100000
-    print(f"p.grad: {plain * 1e9:.0f} ns plain, {moded * 1e9:.0f} ns inside the empty mode")
+    _per_call(a)
+
+
+def _per_call(a) -> None:
+    """One call of a function patch() does not route, plain / inside the
+    empty mode / inside patch()'s mode (see the module's docstring)."""
+    x = torch.randn(1, device=a.device)
+    p = torch.nn.Parameter(torch.randn(1, device=a.device))
+    p.grad = torch.zeros_like(p)
+    calls = {"x.shape": lambda: x.shape, "p.grad": lambda: p.grad, "torch.add": lambda: torch.add(x, x)}
+    modes = {"plain": contextlib.nullcontext, "empty mode": EmptyMode, "patch()'s mode": torch_aclnn.patched}
+
+    def hundred(call, mode):
+        def run():
+            with mode():
+                for _ in range(100):
+                    call()
+        return run
+    print("one call, plain / inside the empty mode / inside patch()'s mode:")
+    for name, call in calls.items():
+        fns = {m: hundred(call, mode) for m, mode in modes.items()}
+        times = _fastest_blocks(fns, a.rounds, a.threads, a.device)
+        print(f"  {name}: " + ", ".join(f"{m} {min(v) / 100 * 1e9:.0f} ns" for m, v in times.items()))
 
 
 if __name__ == "__main__":
