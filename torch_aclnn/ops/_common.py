@@ -93,6 +93,10 @@ def _frozen(result: Any) -> Any:
     return result
 
 
+# Whether dynamo is tracing the caller (torch.compiler.is_compiling, under a short name).
+compiling = torch.compiler.is_compiling
+
+
 # (plan, op, input shape, arguments) -> the plan's result; see planned.
 _PLANS: Dict[tuple, Any] = {}
 _PLANS_MAX = 1024
@@ -109,7 +113,7 @@ def planned(plan: Callable, op: str, input: Optional[torch.Tensor], *args: Any) 
     raises keeps nothing. Compiled code plans at trace time. A kept result's
     lists are kept as tuples: it is handed to the operators (and so to any
     ``__torch_function__`` handler) on every later call."""
-    if torch.compiler.is_compiling() or not (input is None or isinstance(input, torch.Tensor)):
+    if compiling() or not (input is None or isinstance(input, torch.Tensor)):
         return plan(op, input, *args)
     key = _plan_key(() if input is None else input.shape, args)  # (a plan given None for a tensor raises)
     if key is None:
@@ -122,10 +126,6 @@ def planned(plan: Callable, op: str, input: Optional[torch.Tensor], *args: Any) 
             _PLANS.clear()
         _PLANS[key] = hit
     return hit
-
-
-# Whether dynamo is tracing the caller (torch.compiler.is_compiling, under a short name).
-compiling = torch.compiler.is_compiling
 
 
 class Operator(NamedTuple):
