@@ -1,4 +1,4 @@
-"""What a TorchFunctionMode costs a host-bound training step, and so patch().
+"""What a TorchFunctionMode costs a host-bound training step, and so patch(level="function").
 
     python benchmarks/mode_cost.py [--rounds 15] [--steps 20] [--threads 1]
                                    [--device cuda --size 2 16 64]
@@ -8,22 +8,22 @@ smallest, batch 1, 2 channels, 8³ on the CPU: the kernels take microseconds,
 so the step time is the per-call cost on the host) five ways, alternating
 within each round:
 
-    torch        the model as it is
-    empty mode   inside a TorchFunctionMode whose __torch_function__ only
-                 calls the function (the least any mode can do)
-    patch()      inside torch_aclnn.patched()
+    torch              the model as it is
+    empty mode         inside a TorchFunctionMode whose __torch_function__ only
+                       calls the function (the least any mode can do)
     patch(dispatcher)  inside torch_aclnn.patched(level="dispatcher"): aten's
-                 kernels replaced, no mode
-    convert()    torch_aclnn.nn.convert() of the model, no mode
+                       kernels replaced, no mode (patch()'s default level)
+    patch(function)    inside torch_aclnn.patched(level="function"): a mode
+    convert()          torch_aclnn.nn.convert() of the model, no mode
 
-and what one torch call that patch() does not route costs plain, inside the
-empty mode and inside patch()'s mode: a tensor attribute (``x.shape``), an
+and what one torch call that patch(level="function") does not route costs plain,
+inside the empty mode and inside that mode: a tensor attribute (``x.shape``), an
 optimizer's gradient read (``p.grad``) and an op (``torch.add``), each timed
 100 to a ``with`` block (so entering the mode adds about 1% to a call), the
 three alternating block by block. A mode sees every torch call of the step,
 the optimizer's per-parameter reads included, so "empty mode" against "torch"
-is the part of patch()'s cost that no work inside torch_aclnn's handler can
-remove.
+is the part of patch(level="function")'s cost that no work inside torch_aclnn's
+handler can remove.
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def main() -> None:
     contexts = bench_model._contexts()  # (the model benchmark's; no dispatcher level on torch < 2.9)
     models = {"torch": (copy.deepcopy(base), contexts["torch"]),
               "empty mode": (copy.deepcopy(base), EmptyMode),
-              **{mode: (copy.deepcopy(base), contexts[mode]) for mode in ("patch()", "patch(dispatcher)")
+              **{mode: (copy.deepcopy(base), contexts[mode]) for mode in ("patch(dispatcher)", "patch(function)")
                  if mode in contexts},
               "convert()": (torch_aclnn.nn.convert(copy.deepcopy(base)), contexts["convert()"])}
     steps = {name: bench_model._stepper(model, batch, False, "") for name, (model, _) in models.items()}
@@ -104,13 +104,13 @@ def main() -> None:
 
 
 def _per_call(a) -> None:
-    """One call of a function patch() does not route, plain / inside the
-    empty mode / inside patch()'s mode (see the module's docstring)."""
+    """One call of a function patch(level="function") does not route, plain /
+    inside the empty mode / inside that mode (see the module's docstring)."""
     x = torch.randn(1, device=a.device)
     p = torch.nn.Parameter(torch.randn(1, device=a.device))
     p.grad = torch.zeros_like(p)
     calls = {"x.shape": lambda: x.shape, "p.grad": lambda: p.grad, "torch.add": lambda: torch.add(x, x)}
-    modes = {"plain": contextlib.nullcontext, "empty mode": EmptyMode, "patch()'s mode": torch_aclnn.patched}
+    modes = {"plain": contextlib.nullcontext, "empty mode": EmptyMode, "the function level's mode": lambda: torch_aclnn.patched(level="function")}
 
     def hundred(call, mode):
         def run():
@@ -118,7 +118,7 @@ def _per_call(a) -> None:
                 for _ in range(100):
                     call()
         return run
-    print("one call, plain / inside the empty mode / inside patch()'s mode:")
+    print("one call, plain / inside the empty mode / inside the function level's mode:")
     for name, call in calls.items():
         fns = {m: hundred(call, mode) for m, mode in modes.items()}
         times = _fastest_blocks(fns, a.rounds, a.threads, a.device)

@@ -8,7 +8,7 @@ MaxUnpool3d, nearest and nearest-exact Upsample, and SmoothL1Loss.
 
     python examples/train_unet3d.py                  # torch_aclnn.nn modules
     python examples/train_unet3d.py --patch          # plain torch.nn model + torch_aclnn.patch()
-    python examples/train_unet3d.py --patch dispatcher   # ... + torch_aclnn.patch(level="dispatcher")
+    python examples/train_unet3d.py --patch function     # ... + torch_aclnn.patch(level="function")
     python examples/train_unet3d.py --compile        # torch.compile(fullgraph=True) of the model
     python examples/train_unet3d.py --steps 50 --plot ''   # shorter, no PNG
 
@@ -78,7 +78,7 @@ def max_grad_diff(a: dict, b: dict) -> float:
 
 def describe(args) -> str:
     """How the model runs, for the printed lines and the plot title."""
-    patch = "patch()" if args.patch == "function" else f"patch(level={args.patch!r})"
+    patch = "patch()" if args.patch == "default" else f"patch(level={args.patch!r})"
     return (f"plain torch.nn + torch_aclnn.{patch}" if args.patch else "torch_aclnn.nn modules") + \
         (f", torch.compile({args.backend})" if args.compile else "")
 
@@ -89,15 +89,20 @@ def report(step: int, steps: int, loss: float, start: float, prefix: str = "") -
         print(f"{prefix}step {step + 1}/{steps}: loss {loss:.4f} ({time.monotonic() - start:.1f}s)", flush=True)
 
 
+def _level(patch: str) -> Optional[str]:
+    """The level to pass to torch_aclnn.patch() for a --patch value."""
+    return None if patch == "default" else patch
+
+
 def step_time(model: tnn.Module, loss_fn, batches, compile_backend=None, patch: Optional[str] = None,
               warmup: int = 2) -> float:
     """Median seconds of a training step (forward, backward, SGD update) over
     ``batches`` after ``warmup`` steps (compilation happens there), under
-    torch_aclnn.patched(level=patch) unless ``patch`` is None."""
+    torch_aclnn.patched(level=patch) unless ``patch`` is None ("default": no level given)."""
     run = torch.compile(model, fullgraph=True, backend=compile_backend) if compile_backend else model
     optim = torch.optim.SGD(model.parameters(), lr=1e-4)
     times = []
-    with torch_aclnn.patched(level=patch) if patch else contextlib.nullcontext():
+    with torch_aclnn.patched(level=_level(patch)) if patch else contextlib.nullcontext():
         for i, (noisy, clean) in enumerate([batches[0]] * warmup + list(batches)):
             t0 = time.perf_counter()
             optim.zero_grad(set_to_none=True)
@@ -139,9 +144,9 @@ def parse_args(argv=None, description=__doc__):
     p.add_argument("--channels", type=int, default=8, help="width of the first level (default 8)")
     p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate (default 3e-3)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--patch", nargs="?", const="function", choices=("function", "dispatcher"), default=None,
-                   help="build the model from plain torch.nn and route it with torch_aclnn.patch(level=...) "
-                        "(default level: function)")
+    p.add_argument("--patch", nargs="?", const="default", choices=("default", "function", "dispatcher"),
+                   default=None, help="build the model from plain torch.nn and route it with torch_aclnn.patch(), "
+                                      "at its default level or the one given")
     p.add_argument("--compile", action="store_true", help="torch.compile(model, fullgraph=True)")
     p.add_argument("--backend", default="inductor", help="torch.compile backend (default inductor)")
     p.add_argument("--plot", default="unet3d_loss.png", metavar="PNG",
@@ -172,7 +177,7 @@ def main(argv=None) -> int:
 
     if args.patch:
         torch_aclnn.reset_patch_stats()
-        torch_aclnn.patch(level=args.patch)
+        torch_aclnn.patch(level=_level(args.patch))
     try:
         run = torch.compile(model, fullgraph=True, backend=args.backend) if args.compile else model
         optim = torch.optim.Adam(model.parameters(), lr=args.lr)
@@ -197,7 +202,7 @@ def main(argv=None) -> int:
         elapsed = time.monotonic() - start
     finally:
         if args.patch:
-            torch_aclnn.unpatch(level=args.patch)
+            torch_aclnn.unpatch()
     print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f} in {elapsed:.1f}s ({args.steps / elapsed:.1f} steps/s)")
     if args.patch:
         print(f"routed to torch_aclnn: {torch_aclnn.patch_stats().routed}")

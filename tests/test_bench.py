@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 
+import torch_aclnn
 from torch_aclnn import bench, bench_cases, bench_model
 from torch_aclnn.__main__ import main
 
@@ -183,14 +184,17 @@ def test_model_tiny(tmp_path):
     (js,) = tmp_path.glob("*-model-cpu-tiny.json")
     report = json.loads(js.read_text())
     assert {r["mode"] for r in report["steps"]} == set(bench_model._modes()) >= {
-        "torch", "patch()", "convert()", "torch, compile", "patch(), compile"}
+        "torch", "patch(function)", "convert()", "torch, compile", "patch(function), compile"}
     assert all(r["ms_per_step"] > 0 for r in report["steps"])
+    assert report["meta"]["patch_default_level"] == torch_aclnn.default_patch_level()
     det = report["determinism"]
     assert det["torch"].startswith("raises: max_unpooling3d")
-    assert det["patch()"] == "bitwise equal"
-    assert set(det["routed_per_step"]["patch()"]) == {"interpolate", "elu", "selu", "celu", "smooth_l1_loss",
-                                                      "max_unpool3d"}
-    assert (tmp_path / js.name.replace(".json", ".md")).read_text().startswith("# UNet3d training step")
+    assert det["patch(function)"] == "bitwise equal"
+    assert set(det["routed_per_step"]["patch(function)"]) == {"interpolate", "elu", "selu", "celu",
+                                                              "smooth_l1_loss", "max_unpool3d"}
+    text = (tmp_path / js.name.replace(".json", ".md")).read_text()
+    assert text.startswith("# UNet3d training step")
+    assert f"`patch()` without a level is `patch({torch_aclnn.default_patch_level()})` here" in text
     if "patch(dispatcher)" in bench_model._modes():  # (torch >= 2.9)
         assert det["patch(dispatcher)"] == "bitwise equal"
         assert set(det["routed_per_step"]["patch(dispatcher)"]) == {
@@ -212,12 +216,12 @@ def test_mode_cost_script_runs():
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [line.split()[0] for line in out.stdout.splitlines() if "us/step" in line]
-    assert rows == [m for m in ("torch", "empty", "patch()", "patch(dispatcher)", "convert()")
+    assert rows == [m for m in ("torch", "empty", "patch(dispatcher)", "patch(function)", "convert()")
                     if m in bench_model._modes() or m == "empty"], out.stdout
     assert "torch calls per step reach a mode" in out.stdout and "inside the empty mode" in out.stdout
-    taxed = [line.split(":")[0].strip() for line in out.stdout.splitlines() if "patch()'s mode" in line]
-    assert taxed == ["one call, plain / inside the empty mode / inside patch()'s mode", "x.shape", "p.grad",
-                     "torch.add"], out.stdout
+    taxed = [line.split(":")[0].strip() for line in out.stdout.splitlines() if "level's mode" in line]
+    assert taxed == ["one call, plain / inside the empty mode / inside the function level's mode", "x.shape",
+                     "p.grad", "torch.add"], out.stdout
 
 
 def test_entry_cost_script_runs():

@@ -42,7 +42,7 @@ def test_info(capsys):
     assert main(["info"]) == 0
     out = capsys.readouterr().out
     for key in ("torch_aclnn", "torch", "CPU kernels loaded", "CPU kernels built", "CUDA kernels compiled in",
-                "torch_npu", "Ascend NPU available", "patch() routes", "upsample_nearest3d_backward"):
+                "torch_npu", "Ascend NPU available", "patch() level", "patch() routes", "upsample_nearest3d_backward"):
         assert key in out, key
     assert main(["info", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

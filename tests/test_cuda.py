@@ -227,20 +227,20 @@ def test_dropin_raises_a_bad_index_at_the_call_in_sync_mode():
     x = torch.randn(1, 2, 2, 2, 2, device="cuda")
     idx = torch.zeros(1, 2, 2, 2, 2, dtype=torch.int64, device="cuda")
     idx[0, 1, 1, 0, 1] = 64
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         with pytest.raises(IndexError, match=r"^\[torch_aclnn 161002\] max_unpool3d: indices\[0, 1, 1, 0, 1\]"):
             torch.nn.functional.max_unpool3d(x, idx, 2, output_size=[4, 4, 4])
     assert not stats.passed
 
 
 def test_dropin_raises_a_deferred_error_instead_of_handing_the_call_to_torch(deferred_checks):
-    """Under patched(), a later routed call that raises an earlier call's
+    """Under patched(level="function"), a later routed call that raises an earlier call's
     deferred error raises it: it is not this call's contract error."""
     call, message = _bad_index_call("max_unpool3d")
     call()
     torch.cuda.synchronize()
     x = torch.randn(2, 3, device="cuda")
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         with pytest.raises(IndexError, match=r"deferred: " + message):
             torch.nn.functional.elu(x)
     assert not stats.passed

@@ -1,7 +1,7 @@
 """The drop-in rule on torch's own OpInfo samples: every sample (and error
 input) of interpolate in every mode, elu, selu, celu, smooth_l1_loss,
 huber_loss and max_unpool3d gives torch's result, gradient or own error
-under patched(), through torch_aclnn.nn.functional, and through the
+under patched(level="function"), through torch_aclnn.nn.functional, and through the
 matching torch.nn module after convert(). Also: the functional API's
 signatures, huber_loss's gradients, in-place ELU routing, convert()'s
 summary and repr, TorchScript and torch.export."""
@@ -134,7 +134,7 @@ def test_opinfo_samples_give_torchs_result(o, dtype, monkeypatch):
         where = f"{_opinfo_id(o)} {dtype} sample {i}: {s.summary() if hasattr(s, 'summary') else s}"
         want = _run(o.op, s)
         nan = s.input.isnan() if o.name.endswith("elu") else None
-        with torch_aclnn.patched() as stats:
+        with torch_aclnn.patched(level="function") as stats:
             _same(_run(o.op, s), want, "patched " + where, nan)
         routed += stats.total_routed()
         if DISPATCHER:
@@ -152,7 +152,7 @@ def test_opinfo_samples_give_torchs_result(o, dtype, monkeypatch):
         if o.inplace_variant is not None:
             x = s.input.detach().clone()
             want = o.inplace_variant(x.clone(), *s.args, **s.kwargs)
-            with torch_aclnn.patched() as stats:
+            with torch_aclnn.patched(level="function") as stats:
                 version = x._version
                 got = o.inplace_variant(x, *s.args, **s.kwargs)
             assert got is x and x._version == version + 1 and stats.routed, where
@@ -175,7 +175,7 @@ def test_opinfo_error_inputs_give_torchs_error(o):
         s = e.sample_input
         with pytest.raises(e.error_type) as want:
             o.op(s.input, *s.args, **s.kwargs)
-        with torch_aclnn.patched():
+        with torch_aclnn.patched(level="function"):
             with pytest.raises(e.error_type) as got:
                 o.op(s.input, *s.args, **s.kwargs)
         assert str(got.value) == str(want.value)
@@ -250,7 +250,7 @@ def test_stricter_rules_pass_through(name, fn, why, monkeypatch):
         want = fn()
     except Exception as e:  # noqa: BLE001
         want = e
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         try:
             torch.manual_seed(0)
             got = fn()
@@ -270,7 +270,7 @@ def test_out_of_range_unpool_index_gives_torchs_error():
     i.view(-1)[0] = 10_000
     with pytest.raises(RuntimeError) as want:
         F.max_unpool3d(p, i, 2)
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         with pytest.raises(RuntimeError) as got:
             F.max_unpool3d(p, i, 2)
     assert str(got.value) == str(want.value) and stats.passed == {"max_unpool3d": 1}
@@ -287,7 +287,7 @@ def test_huber_loss_gradcheck_and_routing(reduction, delta):
     fn = lambda a, b: torch_aclnn.huber_loss(a, b, reduction, delta)  # noqa: E731
     assert torch.autograd.gradcheck(fn, (x, t))
     assert torch.autograd.gradgradcheck(fn, (x, t))
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         got = tnn.HuberLoss(reduction, delta)(x, t)
     assert stats.routed == {"huber_loss": 1}
     assert any(f.name() == node_name("smooth_l1_loss") for f, _ in got.grad_fn.next_functions if f is not None)
@@ -303,7 +303,7 @@ def test_inplace_elu_is_routed_like_torch(make):
     x = torch.randn(4, 5, dtype=torch.float64) * 2
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
     ha, hb = xa * 1, xb * 1
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         ya = make()(ha)
     yb = make()(hb)
     assert stats.routed and ya is ha and ha._version == hb._version
@@ -319,7 +319,7 @@ def test_inplace_rules_stay_torchs():
     for fn in (lambda: F.elu(leaf, inplace=True), lambda: TF.elu(leaf, inplace=True)):
         with pytest.raises(RuntimeError) as want:
             F.elu(leaf, inplace=True)
-        with torch_aclnn.patched():
+        with torch_aclnn.patched(level="function"):
             with pytest.raises(RuntimeError) as got:
                 fn()
         assert str(got.value) == str(want.value)
@@ -327,7 +327,7 @@ def test_inplace_rules_stay_torchs():
     msgs = []
     for patch in (False, True):
         h = torch.randn(5, requires_grad=True) * 1
-        with torch_aclnn.patched() if patch else torch.enable_grad():
+        with torch_aclnn.patched(level="function") if patch else torch.enable_grad():
             y = F.celu(h, -1.0, True)
         with pytest.raises(RuntimeError) as e:
             y.sum().backward()
@@ -395,7 +395,7 @@ def _both(fn):
         torch.manual_seed(0)
         try:
             if ctx == "patched":
-                with torch_aclnn.patched():
+                with torch_aclnn.patched(level="function"):
                     out.append(fn(F))
             else:
                 out.append(fn(F if ctx == "torch" else TF))
@@ -452,7 +452,7 @@ def test_layouts_are_torchs():
 def test_inplace_on_a_view_of_a_leaf_writes_nothing():
     for make in (lambda a: a[0], lambda a: (a * 1).unbind(0)[1]):
         a = torch.full((2, 3), -1.0, requires_grad=True)
-        with torch_aclnn.patched():
+        with torch_aclnn.patched(level="function"):
             with pytest.raises(RuntimeError):
                 F.elu(make(a), inplace=True)
         assert (a == -1).all() and a._version == 0
@@ -461,7 +461,7 @@ def test_inplace_on_a_view_of_a_leaf_writes_nothing():
 def test_inplace_under_torch_func_is_torchs():
     x = torch.randn(3)
     want = torch.func.grad(lambda a: F.elu(a * 1, inplace=True).sum())(x)
-    with torch_aclnn.patched():
+    with torch_aclnn.patched(level="function"):
         got = torch.func.grad(lambda a: F.elu(a * 1, inplace=True).sum())(x)
     torch.testing.assert_close(got, want)
 
@@ -479,7 +479,7 @@ def test_loss_warnings_like_torchs():
             with warnings.catch_warnings(record=True) as got:
                 warnings.simplefilter("always")
                 if surface == "patched":
-                    with torch_aclnn.patched() as stats:
+                    with torch_aclnn.patched(level="function") as stats:
                         call(F)
                     assert stats.total_routed() == 1
                 else:
@@ -491,7 +491,7 @@ def test_loss_warnings_like_torchs():
 def test_legacy_arguments_compile_fullgraph():
     x, y = torch.randn(3, 4), torch.randn(3, 4)
     want = F.smooth_l1_loss(x, y, size_average=False)
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         got = torch.compile(lambda: F.smooth_l1_loss(x, y, size_average=False), fullgraph=True,
                             backend="eager")()
     torch.testing.assert_close(got, want)
@@ -500,7 +500,7 @@ def test_legacy_arguments_compile_fullgraph():
 
 def test_patched_under_a_default_device():
     with torch.device("meta"):
-        with torch_aclnn.patched() as stats:
+        with torch_aclnn.patched(level="function") as stats:
             pass
     assert stats.routed == {}
 

@@ -61,7 +61,7 @@ def test_train_unet3d_modules(tmp_path):
 
 
 def test_train_unet3d_patch_compile():
-    out = _run(["examples/train_unet3d.py", *TINY[:-2], "--patch", "--compile", "--backend", "aot_eager",
+    out = _run(["examples/train_unet3d.py", *TINY[:-2], "--patch", "function", "--compile", "--backend", "aot_eager",
                 "--plot", "", "--timing-steps", "0"])
     assert "step time" not in out
     assert _grad_diff(out) <= 1e-5
@@ -73,9 +73,10 @@ def test_train_unet3d_patch_compile():
 
 
 @pytest.mark.skipif(not torch_aclnn._patch.ROUTED_OPERATORS, reason="patch(level='dispatcher') needs torch >= 2.9")
-def test_train_unet3d_patch_dispatcher():
-    out = _run(["examples/train_unet3d.py", *TINY[:-2], "--patch", "dispatcher", "--plot", "", "--timing-steps", "0"])
-    assert "patch(level='dispatcher')" in out
+def test_train_unet3d_patch_default_level():
+    """--patch: patch() without a level, which here (torch >= 2.9) routes at the dispatcher level."""
+    out = _run(["examples/train_unet3d.py", *TINY[:-2], "--patch", "--plot", "", "--timing-steps", "0"])
+    assert "plain torch.nn + torch_aclnn.patch()" in out
     assert _grad_diff(out) <= 1e-5
     m = re.search(r"routed to torch_aclnn: (\{.*\})", out)
     assert m, out

@@ -251,7 +251,7 @@ def pool_routed_on_cpu(monkeypatch):
 
 def test_dropin_leaves_the_cpu_to_torch():
     x = torch.randn(1, 2, 4, 4, 4, requires_grad=True)
-    with ta.patched() as stats:
+    with ta.patched(level="function") as stats:
         got, idx = F.max_pool3d(x, 2, return_indices=True)
         assert F.max_pool3d(x, 2).grad_fn.name() == got.grad_fn.name() == "MaxPool3DWithIndicesBackward0"
     assert stats.total_routed() == 0 and stats.passed == {"max_pool3d_with_indices": 1, "max_pool3d": 1}, stats
@@ -272,7 +272,7 @@ def test_pool_unpool_model_routed_and_deterministic():
         grads = []
         for _ in range(2):
             model.zero_grad()
-            with ta.patched() as stats:
+            with ta.patched(level="function") as stats:
                 y = model(x)
                 p, i = pool(y)
                 unpool(p, i, output_size=y.shape[-3:]).square().sum().backward()
@@ -293,7 +293,7 @@ def test_dropin_hands_calls_outside_the_contract_to_torch():
         (torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last), dict(kernel_size=2)),
     ]
     for t, kw in cases:
-        with ta.patched() as stats:
+        with ta.patched(level="function") as stats:
             try:
                 got = F.max_pool3d(t, **kw)
             except RuntimeError as e:
@@ -308,7 +308,7 @@ def test_dropin_hands_calls_outside_the_contract_to_torch():
         else:
             torch.testing.assert_close(got, want, rtol=0, atol=0)
     with torch.autocast("cpu", torch.bfloat16):
-        with ta.patched() as stats:
+        with ta.patched(level="function") as stats:
             got = F.max_pool3d(x.bfloat16(), 2)
             got_i = F.max_pool3d(x.bfloat16(), 2, return_indices=True)
         assert got.dtype == F.max_pool3d(x.bfloat16(), 2).dtype == torch.float32
@@ -327,7 +327,7 @@ def test_dropin_decision_under_dynamic_compile():
     compiled = torch.compile(fn, dynamic=True, fullgraph=True, backend="eager")
     for w in (2, 5):  # W = 2: a window without a tap (torch's); W = 5: routed
         x = torch.randn(1, 2, 6, 5, w)
-        with ta.patched():
+        with ta.patched(level="function"):
             got = compiled(x)
         want = fn(x)
         torch.testing.assert_close(got, want, rtol=0, atol=0)

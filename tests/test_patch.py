@@ -1,4 +1,4 @@
-"""torch_aclnn.patch(): every routed function (result, gradient, and that the
+"""torch_aclnn.patch(level="function"): every routed function (result, gradient, and that the
 torch_aclnn operator really ran), the pass-through cases, the life cycle
 (patch / unpatch / patched, threads, other modes), torch.compile(fullgraph)
 with the patch, and eval / no_grad / inference_mode / autocast."""
@@ -78,7 +78,7 @@ ROUTED = [
 def test_routed(name, fn, op, exact):
     x = torch.randn(2, 3, 3, 4, 5, dtype=torch.float64)
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         ya = fn(xa)
     yb = fn(xb)
     assert stats.routed == {name: 1} and not stats.passed
@@ -97,7 +97,7 @@ def test_routed(name, fn, op, exact):
 def test_routed_max_unpool3d(batched):
     pooled, idx = _unpool_inputs(batched=batched)
     pa, pb = pooled.clone().requires_grad_(), pooled.clone().requires_grad_()
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         ya = F.max_unpool3d(pa, idx, 2)
         za = tnn.MaxUnpool3d(2, stride=2)(pa, idx, output_size=ya.shape[-3:])
     yb = F.max_unpool3d(pb, idx, 2)
@@ -113,7 +113,7 @@ def test_routed_max_unpool3d(batched):
 def test_alias_imported_before_patch_is_routed():
     from torch.nn.functional import elu as imported_early
 
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         imported_early(torch.randn(3))
     assert stats.routed == {"elu": 1}
 
@@ -147,7 +147,7 @@ PASSED = [
 @pytest.mark.parametrize("name,fn,why", PASSED, ids=[f"{p[0]}{i}" for i, p in enumerate(PASSED)])
 def test_passed_through(name, fn, why):
     want = fn()
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         got = fn()
     assert not stats.routed and list(stats.passed) == [name]
     assert stats.reasons and all(n == name and why in reason for n, reason in stats.reasons), stats
@@ -158,7 +158,7 @@ def test_passed_through(name, fn, why):
 
 
 def test_elu_underscore_is_not_touched():
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         y = F.elu_(x5.clone())
     assert not stats.routed and not stats.passed
     torch.testing.assert_close(y, F.elu(x5), rtol=0, atol=0)
@@ -178,7 +178,7 @@ def test_torch_errors_stay_torch_errors(fn, exc, match):
     """Arguments torch rejects are handed to torch, which raises its own error."""
     with pytest.raises(exc, match=match) as want:
         fn()
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         with pytest.raises(exc, match=match) as got:
             fn()
     assert not stats.routed and type(got.value) is type(want.value) and str(got.value) == str(want.value)
@@ -186,7 +186,7 @@ def test_torch_errors_stay_torch_errors(fn, exc, match):
 
 def test_other_torch_calls_are_untouched():
     a = torch.randn(4, 4)
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         b = (a @ a).relu().sum(0)
         c = F.conv3d(x5, torch.randn(2, 2, 1, 1, 1))
     assert not stats.routed and not stats.passed
@@ -200,14 +200,14 @@ def test_other_torch_calls_are_untouched():
 
 def test_patch_unpatch_and_global_stats():
     torch_aclnn.reset_patch_stats()
-    torch_aclnn.patch()
-    torch_aclnn.patch()  # a no-op
-    assert torch_aclnn.is_patched()
+    torch_aclnn.patch(level="function")
+    torch_aclnn.patch(level="function")  # a no-op
+    assert torch_aclnn.is_patched(level="function")
     F.elu(torch.randn(3))
     F.interpolate(x5, scale_factor=2, mode="trilinear")
     torch_aclnn.unpatch()
     torch_aclnn.unpatch()  # a no-op
-    assert not torch_aclnn.is_patched()
+    assert not torch_aclnn.is_patched(level="function")
     F.elu(torch.randn(3))
     stats = torch_aclnn.patch_stats()
     assert stats.routed == {"elu": 1} and stats.passed == {"interpolate": 1}
@@ -220,8 +220,8 @@ def test_patch_unpatch_and_global_stats():
 
 def test_patched_nests_and_counts_its_own_block():
     torch_aclnn.reset_patch_stats()
-    torch_aclnn.patch()
-    with torch_aclnn.patched() as inner:
+    torch_aclnn.patch(level="function")
+    with torch_aclnn.patched(level="function") as inner:
         F.selu(torch.randn(3))
     F.selu(torch.randn(3))
     assert inner.routed == {"selu": 1}
@@ -234,23 +234,23 @@ def test_unpatch_refuses_to_pop_another_mode():
         def __torch_function__(self, func, types, args=(), kwargs=None):
             return func(*args, **(kwargs or {}))
 
-    torch_aclnn.patch()
+    torch_aclnn.patch(level="function")
     with Other():
         with pytest.raises(RuntimeError, match="another TorchFunctionMode"):
             torch_aclnn.unpatch()
-        with torch_aclnn.patched() as stats:  # composes with it
+        with torch_aclnn.patched(level="function") as stats:  # composes with it
             F.elu(torch.randn(2))
         assert stats.routed == {"elu": 1}
     torch_aclnn.unpatch()
 
 
 def test_patch_is_per_thread():
-    torch_aclnn.patch()
+    torch_aclnn.patch(level="function")
     seen = {}
 
     def other():
-        seen["patched"] = torch_aclnn.is_patched()
-        with torch_aclnn.patched() as st:
+        seen["patched"] = torch_aclnn.is_patched(level="function")
+        with torch_aclnn.patched(level="function") as st:
             F.elu(torch.randn(2))
         seen["routed"] = st.routed
 
@@ -258,7 +258,7 @@ def test_patch_is_per_thread():
     t.start()
     t.join()
     assert seen == {"patched": False, "routed": {"elu": 1}}
-    assert torch_aclnn.is_patched()
+    assert torch_aclnn.is_patched(level="function")
 
 
 def test_checkpoint_recompute_needs_context_fn():
@@ -273,11 +273,11 @@ def test_checkpoint_recompute_needs_context_fn():
 
     xr = torch.randn(1, 2, 3, 4, 5, requires_grad=True)
     block(xr).sum().backward()
-    for context_fn, routed in [(None, 1), (lambda: (contextlib.nullcontext(), torch_aclnn.patched(stats)), 2)]:
+    for context_fn, routed in [(None, 1), (lambda: (contextlib.nullcontext(), torch_aclnn.patched(stats, level="function")), 2)]:
         x = xr.detach().clone().requires_grad_()
         stats = torch_aclnn.PatchStats()
         kw = {"context_fn": context_fn} if context_fn else {}
-        with torch_aclnn.patched(stats), set_checkpoint_early_stop(False):  # recompute the whole block
+        with torch_aclnn.patched(stats, level="function"), set_checkpoint_early_stop(False):  # recompute the whole block
             y = checkpoint(block, x, use_reentrant=False, **kw)
             y.sum().backward()
         assert stats.routed == {"elu": routed, "interpolate": routed}
@@ -335,7 +335,7 @@ def test_compile_fullgraph_with_patch(dynamic):
     torch._dynamo.reset()
     rec = GraphRecorder()
     compiled = torch.compile(net, fullgraph=True, dynamic=dynamic, backend=rec)
-    torch_aclnn.patch()
+    torch_aclnn.patch(level="function")
     torch_aclnn.reset_patch_stats()
     compiled_graphs = None
     for _ in range(2):
@@ -359,19 +359,19 @@ def test_compile_fullgraph_with_patch(dynamic):
 
 def test_count_false():
     torch_aclnn.reset_patch_stats()
-    torch_aclnn.patch(count=False)
+    torch_aclnn.patch(count=False, level="function")
     y = F.elu(torch.randn(3, requires_grad=True))
     torch_aclnn.unpatch()
     assert "torch_aclnn" in y.grad_fn.name() and torch_aclnn.patch_stats().total_routed() == 0
 
 
-def test_compiled_unpatched_recompiles_when_patched():
+def test_compiled_unpatched_recompiles_when_patched(level="function"):
     torch._dynamo.reset()
     rec = GraphRecorder()
     f = torch.compile(lambda x: F.elu(x) * 2, fullgraph=True, backend=rec)
     x = torch.randn(8)
     f(x)
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         f(x)
     f(x)
     assert ["torch_aclnn.elu" in g for g in rec.graphs] == [False, True]
@@ -385,7 +385,7 @@ def test_eval_no_grad_inference_mode(context):
     ctx = {"eval": torch.enable_grad, "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}[context]
     with ctx():
         want = net(x, t)
-        with torch_aclnn.patched() as stats:
+        with torch_aclnn.patched(level="function") as stats:
             got = net(x, t)
     assert stats.total_routed() == 6
     torch.testing.assert_close(got, want)
@@ -397,7 +397,7 @@ def test_autocast_bfloat16():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         h_want = F.elu(F.interpolate(net.conv(x), scale_factor=2))
         want = net(x, t)
-        with torch_aclnn.patched() as stats:
+        with torch_aclnn.patched(level="function") as stats:
             h_got = F.elu(F.interpolate(net.conv(x), scale_factor=2))
             got = net(x, t)
     assert stats.total_routed() == 8
@@ -412,7 +412,7 @@ def test_autocast_bfloat16():
 def test_reasons_stay_bounded(monkeypatch):
     """Reasons can quote sizes: past MAX_REASONS distinct keys, new ones are pooled."""
     monkeypatch.setattr(torch_aclnn.PatchStats, "MAX_REASONS", 2)
-    with torch_aclnn.patched() as stats:
+    with torch_aclnn.patched(level="function") as stats:
         for shape, mode in (((1, 1, 2, 2, 2), "trilinear"), ((1, 1, 2, 2), "bilinear"), ((1, 1, 2, 2, 2), "area"),
                             ((1, 1, 2), "linear")):
             F.interpolate(torch.randn(shape), scale_factor=2, mode=mode)
@@ -420,6 +420,21 @@ def test_reasons_stay_bounded(monkeypatch):
     assert stats.reasons == {("interpolate", "mode='trilinear'"): 2, ("interpolate", "mode='bilinear'"): 1,
                              ("interpolate", "other reasons"): 2}
     assert stats.passed == {"interpolate": 5}
+
+
+def test_default_level(monkeypatch):
+    """Without a level: the dispatcher where this torch has its routes, else this level; and this level while
+    torch_npu is loaded (the routes replace CPU and CUDA kernels only)."""
+    assert torch_aclnn.default_patch_level() == ("dispatcher" if torch_aclnn._patch.ROUTED_OPERATORS else "function")
+    monkeypatch.setattr(torch, "npu", object(), raising=False)
+    assert torch_aclnn.default_patch_level() == "function"
+    x = torch.randn(2, 3, 4, 4, 4, dtype=torch.float64)
+    with torch_aclnn.patched() as stats:
+        assert torch_aclnn.is_patched("function") and not torch_aclnn.is_patched("dispatcher")
+        F.elu(x)
+    assert stats.routed == {"elu": 1}
+    torch_aclnn.patch()
+    assert torch_aclnn.is_patched("function") and not torch_aclnn.is_patched("dispatcher")
 
 
 @pytest.mark.skipif(bool(torch_aclnn._patch.ROUTED_OPERATORS), reason="this torch has what level='dispatcher' needs")

@@ -24,10 +24,10 @@ LAYOUTS = ("contiguous", "permuted", "channels_last_3d")  # (torch_aclnn.testing
 
 @pytest.fixture(autouse=True)
 def _clean():
-    assert not torch_aclnn.is_patched("dispatcher")
+    assert not torch_aclnn.is_patched()
     yield
-    torch_aclnn.unpatch(level="dispatcher")
-    assert not torch_aclnn.is_patched("dispatcher")
+    torch_aclnn.unpatch()
+    assert not torch_aclnn.is_patched()
 
 
 def _x(shape=(2, 3, 4, 4, 6), layout="contiguous", dtype=torch.float64):
@@ -336,7 +336,7 @@ def test_life_cycle_and_counts():
     torch_aclnn.reset_patch_stats()
     torch_aclnn.patch(level="dispatcher")
     torch_aclnn.patch(level="dispatcher")  # a no-op
-    assert torch_aclnn.is_patched("dispatcher") and not torch_aclnn.is_patched()
+    assert torch_aclnn.is_patched("dispatcher") and not torch_aclnn.is_patched("function")
     F.elu(x)
     with torch_aclnn.patched(level="dispatcher") as block:  # nests, counts its own block
         F.elu(x)
@@ -347,15 +347,43 @@ def test_life_cycle_and_counts():
     F.elu(x)  # aten's again: counted nowhere
     assert block.routed == {"aten::elu": 2}
     assert torch_aclnn.patch_stats().routed == {"aten::elu": 3}
-    with pytest.raises(ValueError, match="level must be one of"):
+    with pytest.raises(ValueError, match="level must be one of .* or None"):
         torch_aclnn.patch(level="aten")
+
+
+def test_the_default_level():
+    """patch() and patched() without a level route here (torch >= 2.9, no torch_npu) at this level."""
+    assert torch_aclnn.default_patch_level() == "dispatcher"
+    x = _x().detach()
+    with torch_aclnn.patched() as stats:
+        assert torch_aclnn.is_patched("dispatcher") and not torch_aclnn.is_patched("function")
+        F.elu(x)
+    assert stats.routed == {"aten::elu": 1} and not torch_aclnn.is_patched()
+    torch_aclnn.patch()
+    assert torch_aclnn.is_patched("dispatcher") and not torch_aclnn.is_patched("function")
+    torch_aclnn.unpatch()
+    assert not torch_aclnn.is_patched()
+
+
+def test_unpatch_without_a_level_undoes_both():
+    torch_aclnn.patch(level="function")
+    torch_aclnn.patch(level="dispatcher")
+    torch_aclnn.unpatch(level="function")
+    assert torch_aclnn.is_patched("dispatcher") and not torch_aclnn.is_patched("function")
+    torch_aclnn.patch(level="function")
+    with torch.overrides.TorchFunctionMode():  # entered after patch(): unpatch() refuses and undoes nothing
+        with pytest.raises(RuntimeError, match="another TorchFunctionMode"):
+            torch_aclnn.unpatch()
+        assert torch_aclnn.is_patched("dispatcher") and torch_aclnn.is_patched("function")
+    torch_aclnn.unpatch()
+    assert not torch_aclnn.is_patched("dispatcher") and not torch_aclnn.is_patched("function")
 
 
 def test_both_levels_at_once():
     """The mode routes the F call to torch_aclnn's operator; what reaches aten (the F
     calls it passes on) meets the routes."""
     x = _x().detach()
-    with torch_aclnn.patched() as mode, torch_aclnn.patched(level="dispatcher") as aten:
+    with torch_aclnn.patched(level="function") as mode, torch_aclnn.patched(level="dispatcher") as aten:
         F.elu(x)
         F.interpolate(x, scale_factor=2, mode="nearest", recompute_scale_factor=True, antialias=False)
         F.elu(x, inplace=True)  # routed by the mode; aten::elu_ is not replaced

@@ -52,13 +52,13 @@ def test_is_view():
 
 def test_function_mode_stack_fallback(monkeypatch):
     monkeypatch.delattr(torch.overrides, "_get_current_function_mode_stack")
-    assert not torch_aclnn.is_patched()
-    with torch_aclnn.patched():
-        assert torch_aclnn.is_patched()
-    torch_aclnn.patch()
-    assert torch_aclnn.is_patched()
+    assert not torch_aclnn.is_patched(level="function")
+    with torch_aclnn.patched(level="function"):
+        assert torch_aclnn.is_patched(level="function")
+    torch_aclnn.patch(level="function")
+    assert torch_aclnn.is_patched(level="function")
     torch_aclnn.unpatch()
-    assert not torch_aclnn.is_patched()
+    assert not torch_aclnn.is_patched(level="function")
 
 
 def test_promoted_dtype():

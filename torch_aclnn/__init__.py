@@ -50,6 +50,7 @@ _dropin.refresh_devices()
 from . import nn  # noqa: E402,F401
 from ._patch import (  # noqa: E402
     PatchStats,
+    default_patch_level,
     is_patched,
     patch,
     patch_stats,
@@ -64,6 +65,7 @@ __all__ = [
     "check_index_errors",
     "set_sync_index_checks",
     "PatchStats",
+    "default_patch_level",
     "is_patched",
     "nn",
     "patch",

@@ -107,7 +107,7 @@ def info_rows() -> list[tuple[str, object]]:
 
     import torch_aclnn
     from torch_aclnn import _loader
-    from torch_aclnn._patch import ROUTED_FUNCTIONS
+    from torch_aclnn._patch import ROUTED_FUNCTIONS, ROUTED_OPERATORS
     from torch_aclnn._registry import OPERATORS
     from torch_aclnn._torch_api import has_kernel
 
@@ -140,7 +140,9 @@ def info_rows() -> list[tuple[str, object]]:
         ("CUDA available", gpu),
         ("torch_npu", npu_package),
         ("Ascend NPU available", npu_available),
-        ("patch() routes", ", ".join(f"F.{f}" for f in ROUTED_FUNCTIONS)),
+        ("patch() level", torch_aclnn.default_patch_level()),
+        ("patch() routes", ", ".join(ROUTED_OPERATORS if torch_aclnn.default_patch_level() == "dispatcher"
+                                     else (f"F.{f}" for f in ROUTED_FUNCTIONS))),
         ("operators", backends),
     ]
 

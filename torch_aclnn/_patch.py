@@ -1,49 +1,36 @@
 """``torch_aclnn.patch()``: run an unmodified PyTorch script on torch_aclnn's kernels.
 
-A :class:`torch.overrides.TorchFunctionMode` sees every call of a
-``torch.nn.functional`` function that supports ``__torch_function__``
-(F.interpolate, F.elu, F.selu, F.celu, F.smooth_l1_loss, F.huber_loss,
-F.max_unpool3d, F.max_pool3d and F.max_pool3d_with_indices all do) together
-with the exact arguments the caller wrote. For these nine, torch_aclnn/_dropin.py decides from those arguments whether
-the call lies inside torch_aclnn's contract: if so torch_aclnn computes it,
-otherwise the torch function itself runs, unchanged (the same decision
-torch_aclnn.nn.functional makes). Every other torch call passes straight
-through.
+Two levels route the same calls by the same rule (docs/spec.md §8; the
+decision per torch.nn.functional function is torch_aclnn/_dropin.py):
 
-Why a mode and not replacing ``torch.nn.functional.elu`` & co. (see
-docs/patch.md for the full argument):
+``level="dispatcher"`` (the default where torch >= 2.9 and torch_npu is not
+loaded: :func:`default_patch_level`) replaces aten's CPU and CUDA kernels of
+the aten operators that those functions and their autograd formulas call
+(aten::elu, aten::elu_backward, aten::upsample_nearest3d, ...;
+csrc/dropin.cpp) by a C++ kernel that applies the rule and calls aten's own
+kernel for calls outside the contract. Every other torch call pays nothing,
+and the routed ones no Python, so a step bound by the host keeps torch's
+speed. It is process-wide (every thread), reaches only what runs through
+aten's kernels (inductor's own code for these operators does not), and leaves
+aten's autograd formulas in place. A replacement stays registered once made:
+switched off, it hands every call to aten's kernel.
 
-* it catches every call site: ``from torch.nn.functional import elu`` done
-  before patching, ``torch.nn.functional`` stored under another name,
-  third-party modules — a replaced module global misses all of those;
-* it changes no shared global state: the mode stack is per thread, so one
-  thread's patch cannot change what another thread, or another library,
-  computes; ``patched()`` is exactly scoped and nests with other modes;
-* dynamo understands TorchFunctionModes, so ``torch.compile(fullgraph=True)``
-  traces the routing decisions and the torch_aclnn operators into one graph
-  (a replaced F function is simply a different Python function to dynamo,
-  but the mode's decision is made per call, with guards on the mode stack,
-  so a model compiled unpatched recompiles when patched instead of silently
-  keeping the old graph);
-* the decision sees the Python-level arguments (``mode=``, ``inplace=``,
-  ``size_average=``) that an aten-level (dispatcher) override would not.
+``level="function"``: a :class:`torch.overrides.TorchFunctionMode` sees every
+call of a ``torch.nn.functional`` function that supports
+``__torch_function__`` (F.interpolate, F.elu, F.selu, F.celu,
+F.smooth_l1_loss, F.huber_loss, F.max_unpool3d, F.max_pool3d and
+F.max_pool3d_with_indices all do) together with the exact arguments the
+caller wrote. It is scoped to the calling thread, reaches the NPU and
+F.huber_loss, and dynamo traces it, so ``torch.compile(fullgraph=True)``
+puts the torch_aclnn operators into its graphs. Its cost: torch's
+``__torch_function__`` machinery on every torch call of the thread in eager
+mode (about 1 µs each, a tensor attribute read included), and modes are not
+active while autograd runs a backward, so the forward that
+``torch.utils.checkpoint`` recomputes there uses torch unless the patch is
+passed in as its context
+(``context_fn=lambda: (contextlib.nullcontext(), torch_aclnn.patched(level="function"))``).
 
-The costs: one Python call per torch function in eager mode (a few
-microseconds), none under torch.compile; and modes are not active while
-autograd runs a backward, so the forward that ``torch.utils.checkpoint``
-recomputes there uses torch unless the patch is passed in as its context
-(``context_fn=lambda: (contextlib.nullcontext(), torch_aclnn.patched())``).
-
-``level="dispatcher"`` routes one level down instead, for steps bound by the
-host: it replaces aten's CPU and CUDA kernels of the aten operators those
-functions and their autograd formulas call (aten::elu, aten::elu_backward,
-aten::upsample_nearest3d, ...; csrc/dropin.cpp) with a C++ kernel that
-applies the same rule and calls aten's own kernel for calls outside the
-contract. Every other torch call pays nothing, and the routed ones no
-Python. That is process-wide (every thread), reaches only what runs
-through aten's kernels (inductor's own code for these operators does not),
-and leaves aten's autograd formulas in place. A replacement stays
-registered once made: switched off, it hands every call to aten's kernel.
+Why not replace ``torch.nn.functional.elu`` & co.: docs/patch.md.
 """
 from __future__ import annotations
 
@@ -59,7 +46,7 @@ from . import _dropin
 from ._torch_api import entered, exited, function_mode_stack
 
 __all__ = ["patch", "unpatch", "patched", "is_patched", "patch_stats", "reset_patch_stats", "PatchStats",
-           "ROUTED_FUNCTIONS", "ROUTED_OPERATORS", "LEVELS"]
+           "default_patch_level", "ROUTED_FUNCTIONS", "ROUTED_OPERATORS", "LEVELS"]
 
 # The torch.nn.functional functions the patch can route.
 ROUTED_FUNCTIONS = tuple(name for name, _ in _dropin.ROUTES.values())
@@ -270,26 +257,48 @@ def _aten_remove(stats: Optional[PatchStats]) -> None:
         _C()._unroute_aten()
 
 
-def _check_level(level: str) -> None:
+def default_patch_level() -> str:
+    """The level of :func:`patch` and :func:`patched` without one: "dispatcher"
+    where this torch has its routes (>= 2.9) and torch_npu is not loaded, else
+    "function" (the routes replace aten's CPU and CUDA kernels only; on the
+    NPU it is the mode that reaches torch_aclnn's NPU kernels)."""
+    return "dispatcher" if ROUTED_OPERATORS and getattr(torch, "npu", None) is None else "function"
+
+
+def _check_level(level: Optional[str]) -> str:
+    """``level``, or the default for None; ValueError for anything else."""
+    if level is None:
+        return default_patch_level()
     if level not in LEVELS:
-        raise ValueError(f"[torch_aclnn] level must be one of {LEVELS}, got {level!r}")
+        raise ValueError(f"[torch_aclnn] level must be one of {LEVELS} or None, got {level!r}")
+    return level
 
 
-def patch(count: bool = True, level: str = "function") -> None:
+def patch(count: bool = True, level: Optional[str] = None) -> None:
     """Route F.interpolate (5-D, nearest / nearest-exact), F.elu, F.selu,
-    F.celu, F.smooth_l1_loss, F.huber_loss, F.max_unpool3d and F.max_pool3d
-    (with or without indices) — and so nn.Upsample, nn.ELU, nn.SELU, nn.CELU,
-    nn.SmoothL1Loss, nn.HuberLoss, nn.MaxUnpool3d, nn.MaxPool3d — to torch_aclnn from now on, in the calling thread, until
-    :func:`unpatch`. Calls outside torch_aclnn's contract (other modes, 4-D
-    input, other dtypes or devices, ...) go to torch unchanged. Calling it
-    again is a no-op.
+    F.celu, F.smooth_l1_loss, F.max_unpool3d and F.max_pool3d (CUDA; with or
+    without indices) — and so nn.Upsample, nn.ELU, nn.SELU, nn.CELU,
+    nn.SmoothL1Loss, nn.MaxUnpool3d, nn.MaxPool3d — to torch_aclnn from now
+    on, until :func:`unpatch`. Calls outside torch_aclnn's contract (other
+    modes, 4-D input, other dtypes or devices, ...) go to torch unchanged.
+    Calling it again is a no-op.
+
+    ``level`` (docs/patch.md):
+
+    * ``"dispatcher"``: replace aten's CPU and CUDA kernels of the aten
+      operators behind those functions (aten::elu, aten::elu_backward,
+      aten::upsample_nearest3d, ...) by routes that apply the same rule, in
+      every thread. No other torch call pays anything.
+    * ``"function"``: a TorchFunctionMode in the calling thread sees the
+      torch.nn.functional calls with their Python arguments (F.huber_loss
+      and in-place ELU too, the NPU too), and torch.compile puts the
+      torch_aclnn operators into its graphs; every torch call of that thread
+      pays the mode's per-call cost.
+    * ``None`` (default): :func:`default_patch_level`, "dispatcher" where this
+      torch has it (>= 2.9) and torch_npu is not loaded.
 
     ``count=False``: do not count calls in :func:`patch_stats` (inside
     compiled graphs, counting is a tiny CPU tensor update per call).
-
-    ``level="dispatcher"``: route the aten operators behind those functions
-    instead, in every thread, so that other torch calls pay nothing (see
-    docs/patch.md); undone by ``unpatch(level="dispatcher")``.
 
     Example::
 
@@ -299,7 +308,7 @@ def patch(count: bool = True, level: str = "function") -> None:
         print(torch_aclnn.patch_stats())  # what was routed
     """
     global _aten_patch
-    _check_level(level)
+    level = _check_level(level)
     if level == "dispatcher":
         with _lock:
             if _aten_patch is None:
@@ -315,54 +324,55 @@ def patch(count: bool = True, level: str = "function") -> None:
         _global[tid] = mode
 
 
-def unpatch(level: str = "function") -> None:
-    """Undo :func:`patch` in the calling thread (a no-op if it is not patched);
-    ``level="dispatcher"``: undo ``patch(level="dispatcher")``, in every thread.
+def unpatch(level: Optional[str] = None) -> None:
+    """Undo :func:`patch`: ``level="function"`` in the calling thread,
+    ``level="dispatcher"`` in every thread, ``None`` (default) both. A no-op
+    for a level that is not patched.
 
-    Raises RuntimeError if a TorchFunctionMode entered after patch() is still
-    active (leave that ``with`` block first)."""
+    Raises RuntimeError, and undoes nothing, if a TorchFunctionMode entered
+    after patch(level="function") is still active (leave that ``with`` block
+    first)."""
     global _aten_patch
-    _check_level(level)
-    if level == "dispatcher":
-        with _lock:
-            if _aten_patch is not None:
-                _aten_remove(_aten_patch[0])
-                _aten_patch = None
-        return
+    levels = LEVELS if level is None else (_check_level(level),)
     tid = threading.get_ident()
     with _lock:
-        mode = _global.get(tid)
-        if mode is None:
-            return
-        stack = function_mode_stack()
-        if not stack or stack[-1] is not mode:
-            raise RuntimeError(
-                "torch_aclnn.unpatch(): another TorchFunctionMode was entered after torch_aclnn.patch() and is "
-                "still active; exit it first")
-        mode.__exit__(None, None, None)
-        del _global[tid]
+        mode = _global.get(tid) if "function" in levels else None
+        if mode is not None:
+            stack = function_mode_stack()
+            if not stack or stack[-1] is not mode:
+                raise RuntimeError(
+                    "torch_aclnn.unpatch(): another TorchFunctionMode was entered after torch_aclnn.patch() and is "
+                    "still active; exit it first")
+            mode.__exit__(None, None, None)
+            del _global[tid]
+        if "dispatcher" in levels and _aten_patch is not None:
+            _aten_remove(_aten_patch[0])
+            _aten_patch = None
 
 
-def is_patched(level: str = "function") -> bool:
-    """Whether patch() is in effect in the calling thread, or a patched() block
-    is active; ``level="dispatcher"``: whether its routes are switched on (in every thread)."""
-    _check_level(level)
-    if level == "dispatcher":
+def is_patched(level: Optional[str] = None) -> bool:
+    """Whether calls are routed: ``level="function"``: patch() or a patched()
+    block is in effect in the calling thread; ``level="dispatcher"``: the
+    routes are switched on (in every thread); ``None`` (default): either."""
+    if level is None:
+        return any(is_patched(lv) for lv in LEVELS)
+    if _check_level(level) == "dispatcher":
         return bool(_aten_users)
     return any(isinstance(m, _RoutingMode) for m in function_mode_stack())
 
 
 @contextlib.contextmanager
-def patched(stats: Optional[PatchStats] = None, level: str = "function") -> Iterator[PatchStats]:
-    """``with torch_aclnn.patched() as stats:`` — :func:`patch` for one block.
+def patched(stats: Optional[PatchStats] = None, level: Optional[str] = None) -> Iterator[PatchStats]:
+    """``with torch_aclnn.patched() as stats:`` — :func:`patch` for one block,
+    at the same ``level`` (default: :func:`default_patch_level`).
 
     Yields a fresh :class:`PatchStats` counting the calls of this block only
     (pass ``stats=`` to accumulate into your own); the process-wide counts of
     :func:`patch_stats` are not touched. Nests with patch() and other modes.
     ``level="dispatcher"``: the routes are on, in every thread, until the
     last such block or ``patch(level="dispatcher")`` ends; the counts are of
-    every thread's calls meanwhile."""
-    _check_level(level)
+    every thread's calls meanwhile, per aten operator."""
+    level = _check_level(level)
     stats = PatchStats() if stats is None else stats
     if level == "dispatcher":
         with _lock:

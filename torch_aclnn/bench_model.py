@@ -7,13 +7,14 @@ operator family: ELU / SELU / CELU, ``MaxPool3d(return_indices=True)`` with
 
 Modes, each on its own copy of the same initial weights and batch:
 
-    torch              plain torch.nn, eager
-    patch()            the same model under torch_aclnn.patched()
-    patch(dispatcher)  under torch_aclnn.patched(level="dispatcher"): aten's kernels
-                       replaced, no TorchFunctionMode
-    convert()          torch_aclnn.nn.convert() of the model (no TorchFunctionMode)
-    torch, compile     torch.compile(model, fullgraph=True)
-    patch(), compile   the same, compiled and run under torch_aclnn.patched()
+    torch                        plain torch.nn, eager
+    patch(dispatcher)            the same model under torch_aclnn.patched(level="dispatcher"):
+                                 aten's kernels replaced, no TorchFunctionMode (patch()'s
+                                 default level where torch >= 2.9)
+    patch(function)              under torch_aclnn.patched(level="function"): a TorchFunctionMode
+    convert()                    torch_aclnn.nn.convert() of the model (no TorchFunctionMode)
+    torch, compile               torch.compile(model, fullgraph=True)
+    patch(<level>), compile      the same, compiled and run under torch_aclnn.patched(level=...)
 
 The modes alternate within each round, their order rotating from round to
 round (so drift in clock or load, and the state one mode leaves to the next,
@@ -89,7 +90,8 @@ SIZES = {
 }
 # rounds, steps timed per mode and round, warm-up steps per mode (compilation happens there)
 SCHEDULE = {"full": (10, 5, 3), "quick": (3, 3, 2), "tiny": (1, 1, 1)}
-MODES = ("torch", "patch()", "patch(dispatcher)", "convert()", "torch, compile", "patch(), compile")
+MODES = ("torch", "patch(dispatcher)", "patch(function)", "convert()", "torch, compile",
+         "patch(dispatcher), compile", "patch(function), compile")
 
 
 def _sync(device: str) -> None:
@@ -119,30 +121,29 @@ def _modes() -> tuple:
     """MODES, without the dispatcher level where this torch cannot have it (torch < 2.9)."""
     from ._patch import ROUTED_OPERATORS
 
-    return MODES if ROUTED_OPERATORS else tuple(m for m in MODES if m != "patch(dispatcher)")
+    return MODES if ROUTED_OPERATORS else tuple(m for m in MODES if "dispatcher" not in m)
+
+
+def _level(mode: str) -> Optional[str]:
+    """The patch level of a mode ("patch(function), compile" -> "function"), None for an unpatched one."""
+    return mode[len("patch("):mode.index(")")] if mode.startswith("patch(") else None
 
 
 def _contexts() -> dict:
     """mode -> the context its steps run in (entered around each block of steps, outside its timing)."""
     import torch_aclnn
 
-    plain, patched = contextlib.nullcontext, torch_aclnn.patched
-    every = {"torch": plain, "patch()": patched, "patch(dispatcher)": lambda: patched(level="dispatcher"),
-             "convert()": plain, "torch, compile": plain, "patch(), compile": patched}
-    return {mode: every[mode] for mode in _modes()}
+    return {mode: (lambda lv=_level(mode): torch_aclnn.patched(level=lv)) if _level(mode) else contextlib.nullcontext
+            for mode in _modes()}
 
 
 def _models(base: UNet3d) -> dict:
     """mode -> (its model, compiled?)"""
     import torch_aclnn
 
-    every = {"torch": lambda: (copy.deepcopy(base), False),
-             "patch()": lambda: (copy.deepcopy(base), False),
-             "patch(dispatcher)": lambda: (copy.deepcopy(base), False),
-             "convert()": lambda: (torch_aclnn.nn.convert(copy.deepcopy(base)), False),
-             "torch, compile": lambda: (copy.deepcopy(base), True),
-             "patch(), compile": lambda: (copy.deepcopy(base), True)}
-    return {mode: every[mode]() for mode in _modes()}
+    return {mode: (torch_aclnn.nn.convert(copy.deepcopy(base)) if mode == "convert()" else copy.deepcopy(base),
+                   mode.endswith(", compile"))
+            for mode in _modes()}
 
 
 def _batch(batch: int, edge: int, device: str):
@@ -214,7 +215,7 @@ def _determinism(batch: int, channels: int, edge: int, device: str, steps: int =
             torch_alone = "runs"
         except RuntimeError as e:
             torch_alone = "raises: " + str(e).splitlines()[0][:200]
-        patched = {mode: twice(mode) for mode in ("patch()", "patch(dispatcher)") if mode in contexts}
+        patched = {mode: twice(mode) for mode in ("patch(dispatcher)", "patch(function)") if mode in contexts}
     finally:
         torch.use_deterministic_algorithms(before)
     routed = {}
@@ -228,7 +229,7 @@ def _determinism(batch: int, channels: int, edge: int, device: str, steps: int =
 
 
 def run(device: str = "cpu", size: str = "full", threads: Optional[int] = None) -> dict:
-    from . import __version__
+    from . import __version__, default_patch_level
     from .bench import _cpu_model, _gpu, _load
 
     if threads:
@@ -238,7 +239,8 @@ def run(device: str = "cpu", size: str = "full", threads: Optional[int] = None) 
             "time": datetime.datetime.now().isoformat(timespec="seconds"), "model": "unet3d", "device": device,
             "size": size, "schedule": dict(zip(("rounds", "steps", "warmup"), SCHEDULE[size])),
             "compile_backend": backend, "threads": torch.get_num_threads(), "cpu": _cpu_model(),
-            "torch": torch.__version__, "torch_aclnn": __version__, "load_start": _load()}
+            "torch": torch.__version__, "torch_aclnn": __version__, "patch_default_level": default_patch_level(),
+            "load_start": _load()}
     if device == "cuda":
         meta.update(_gpu())
     start = time.monotonic()
@@ -261,10 +263,11 @@ def markdown(report: dict) -> str:
     for r in report["steps"]:
         out.append(f"| {r['batch']} x {r['channels']} x {r['edge']}³ | {r['mode']} | {r['ms_per_step']:.2f} | "
                    f"{r['ratio_vs_torch']:.2f}x |")
-    out += ["", f"Under `torch.use_deterministic_algorithms(True)` ({d['batch']} x {d['channels']} x {d['edge']}³, "
-            f"{d['steps']} steps): torch alone {d['torch']}; two runs with `patch()`: {d['patch()']}; "
-            f"with `patch(level=\"dispatcher\")`: {d.get('patch(dispatcher)', 'not available (torch < 2.9)')}. "
-            f"Routed per step: {d['routed_per_step']}.", ""]
+    runs = "; ".join(f"two runs with `{mode}`: {d[mode]}" for mode in ("patch(dispatcher)", "patch(function)")
+                     if mode in d)
+    out += ["", f"`patch()` without a level is `patch({m['patch_default_level']})` here.", "",
+            f"Under `torch.use_deterministic_algorithms(True)` ({d['batch']} x {d['channels']} x {d['edge']}³, "
+            f"{d['steps']} steps): torch alone {d['torch']}; {runs}. Routed per step: {d['routed_per_step']}.", ""]
     return "\n".join(out)
 
 
