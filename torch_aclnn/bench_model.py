@@ -89,7 +89,7 @@ SIZES = {
     ("cuda", "tiny"): [(1, 2, 8)],
 }
 # rounds, steps timed per mode and round, warm-up steps per mode (compilation happens there)
-SCHEDULE = {"full": (10, 5, 3), "quick": (3, 3, 2), "tiny": (1, 1, 1)}
+SCHEDULE = {"full": (20, 5, 3), "quick": (3, 3, 2), "tiny": (1, 1, 1)}
 MODES = ("torch", "patch(dispatcher)", "patch(function)", "convert()", "torch, compile",
          "patch(dispatcher), compile", "patch(function), compile")
 
