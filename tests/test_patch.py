@@ -437,6 +437,22 @@ def test_default_level(monkeypatch):
     assert torch_aclnn.is_patched("function") and not torch_aclnn.is_patched("dispatcher")
 
 
+def test_default_level_inside_compiled_code():
+    """patched() without a level, entered inside code that torch.compile traces, takes this level (dynamo
+    cannot trace the routes being switched), so fullgraph compiles it and the graph holds the operator."""
+    rec = GraphRecorder()
+
+    def f(x):
+        with torch_aclnn.patched():
+            return F.elu(x) * 2
+
+    x = torch.randn(8)
+    y = torch.compile(f, fullgraph=True, backend=rec)(x)
+    assert ["torch_aclnn.elu" in g for g in rec.graphs] == [True]
+    torch.testing.assert_close(y, F.elu(x) * 2)
+    assert not torch_aclnn.is_patched()
+
+
 @pytest.mark.skipif(bool(torch_aclnn._patch.ROUTED_OPERATORS), reason="this torch has what level='dispatcher' needs")
 def test_dispatcher_level_needs_torch_2_9():
     with pytest.raises(RuntimeError, match=r"needs torch >= 2\.9"):

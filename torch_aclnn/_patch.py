@@ -43,6 +43,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from . import _dropin
+from .ops._common import compiling
 from ._torch_api import entered, exited, function_mode_stack
 
 __all__ = ["patch", "unpatch", "patched", "is_patched", "patch_stats", "reset_patch_stats", "PatchStats",
@@ -260,9 +261,13 @@ def _aten_remove(stats: Optional[PatchStats]) -> None:
 def default_patch_level() -> str:
     """The level of :func:`patch` and :func:`patched` without one: "dispatcher"
     where this torch has its routes (>= 2.9) and torch_npu is not loaded, else
-    "function" (the routes replace aten's CPU and CUDA kernels only; on the
-    NPU it is the mode that reaches torch_aclnn's NPU kernels)."""
-    return "dispatcher" if ROUTED_OPERATORS and getattr(torch, "npu", None) is None else "function"
+    "function": the routes replace aten's CPU and CUDA kernels only (on the NPU
+    it is the mode that reaches torch_aclnn's NPU kernels). Inside code that
+    torch.compile traces it is "function", the level dynamo can trace (the
+    routes are switched in C++)."""
+    if compiling() or not ROUTED_OPERATORS or getattr(torch, "npu", None) is not None:
+        return "function"
+    return "dispatcher"
 
 
 def _check_level(level: Optional[str]) -> str:
