@@ -89,9 +89,13 @@ bool elu_rule(Args a) { return floating(a[0]) && fit_float32(a[0].toTensor(), a,
 // elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
 // grad_output and self_or_result in one dense layout (torch_aclnn's result
 // takes grad_output's layout; aten's follows both, e.g. self's where the
-// gradient is expanded).
+// gradient is expanded); with is_result, alpha >= 0 (aten raises for a NaN
+// alpha too, as _dropin leaves in-place ELU with such an alpha to torch).
 bool elu_backward_rule(Args a) {
   if (!floating(a[0]) || !floating(a[5]) || !fit_float32(a[5].toTensor(), a, {1, 2, 3})) return false;
+  if (a[4].isBool() && a[4].toBool()) {
+    if (!a[1].isScalar() || a[1].toScalar().isComplex() || !(a[1].toScalar().toDouble() >= 0)) return false;
+  }
   const at::Tensor& g = a[0].toTensor();
   const at::Tensor& x = a[5].toTensor();
   return g.strides() == x.strides() && g.is_non_overlapping_and_dense();

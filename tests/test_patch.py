@@ -423,23 +423,26 @@ def test_reasons_stay_bounded(monkeypatch):
 
 
 def test_default_level(monkeypatch):
-    """Without a level: the dispatcher where this torch has its routes, else this level; and this level while
-    torch_npu is loaded (the routes replace CPU and CUDA kernels only)."""
+    """patch() without a level: the dispatcher where this torch has its routes, else this level; and this level
+    while torch_npu is loaded (the routes replace CPU and CUDA kernels only). patched(): this level."""
     assert torch_aclnn.default_patch_level() == ("dispatcher" if torch_aclnn._patch.ROUTED_OPERATORS else "function")
-    monkeypatch.setattr(torch, "npu", object(), raising=False)
-    assert torch_aclnn.default_patch_level() == "function"
     x = torch.randn(2, 3, 4, 4, 4, dtype=torch.float64)
     with torch_aclnn.patched() as stats:
         assert torch_aclnn.is_patched("function") and not torch_aclnn.is_patched("dispatcher")
         F.elu(x)
     assert stats.routed == {"elu": 1}
+    monkeypatch.setattr(torch, "npu", object(), raising=False)
+    assert torch_aclnn.default_patch_level() == "function"
+    torch_aclnn.reset_patch_stats()
     torch_aclnn.patch()
     assert torch_aclnn.is_patched("function") and not torch_aclnn.is_patched("dispatcher")
+    F.elu(x)
+    assert torch_aclnn.patch_stats().routed == {"elu": 1}
 
 
-def test_default_level_inside_compiled_code():
-    """patched() without a level, entered inside code that torch.compile traces, takes this level (dynamo
-    cannot trace the routes being switched), so fullgraph compiles it and the graph holds the operator."""
+def test_patched_without_a_level_inside_compiled_code():
+    """patched() without a level is this level, which dynamo traces: a block entered inside fullgraph code
+    compiles, and the graph holds the operator."""
     rec = GraphRecorder()
 
     def f(x):

@@ -352,17 +352,48 @@ def test_life_cycle_and_counts():
 
 
 def test_the_default_level():
-    """patch() and patched() without a level route here (torch >= 2.9, no torch_npu) at this level."""
+    """patch() without a level routes here (torch >= 2.9, no torch_npu) at this level; patched() does not."""
     assert torch_aclnn.default_patch_level() == "dispatcher"
     x = _x().detach()
-    with torch_aclnn.patched() as stats:
-        assert torch_aclnn.is_patched("dispatcher") and not torch_aclnn.is_patched("function")
-        F.elu(x)
-    assert stats.routed == {"aten::elu": 1} and not torch_aclnn.is_patched()
+    torch_aclnn.reset_patch_stats()
     torch_aclnn.patch()
     assert torch_aclnn.is_patched("dispatcher") and not torch_aclnn.is_patched("function")
+    F.elu(x)
     torch_aclnn.unpatch()
     assert not torch_aclnn.is_patched()
+    assert torch_aclnn.patch_stats().routed == {"aten::elu": 1}
+    with torch_aclnn.patched() as stats:
+        assert torch_aclnn.is_patched("function") and not torch_aclnn.is_patched("dispatcher")
+    with torch_aclnn.patched(level=None) as stats:  # None: patch()'s default
+        assert torch_aclnn.is_patched("dispatcher") and not torch_aclnn.is_patched("function")
+        F.elu(x)
+    assert stats.routed == {"aten::elu": 1}
+
+
+def test_the_backward_is_routed_while_the_routes_are_on():
+    """aten's autograd formulas stay: a backward run after the routes are off is aten's (docs/patch.md)."""
+    x = _x()
+    with torch_aclnn.patched(level="dispatcher") as inside:
+        F.elu(x).backward(torch.ones_like(x))
+    with torch_aclnn.patched(level="dispatcher") as forward_only:
+        y = F.elu(x)
+    y.backward(torch.ones_like(x))
+    assert inside.routed == {"aten::elu": 1, "aten::elu_backward": 1}
+    assert forward_only.routed == {"aten::elu": 1}
+
+
+@pytest.mark.parametrize("alpha", [float("nan"), -0.5])
+def test_elu_backward_of_a_result_needs_alpha_at_least_0(alpha):
+    """aten's elu_backward raises with is_result for an alpha not >= 0, NaN included (in-place ELU's backward);
+    the route hands such a call to it."""
+    x = torch.randn(6, dtype=torch.float64)
+    y, g = F.elu(x, alpha=1.0), torch.randn(6, dtype=torch.float64)
+    with pytest.raises(RuntimeError) as want:
+        torch.ops.aten.elu_backward(g, alpha, 1.0, 1.0, True, y)
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        with pytest.raises(RuntimeError) as got:
+            torch.ops.aten.elu_backward(g, alpha, 1.0, 1.0, True, y)
+    assert str(got.value) == str(want.value) and stats.passed == {"aten::elu_backward": 1}
 
 
 def test_unpatch_without_a_level_undoes_both():

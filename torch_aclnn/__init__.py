@@ -7,9 +7,10 @@ thin typed wrappers with F.interpolate / F.elu / ... style arguments.
 Drop-in use: ``torch_aclnn.nn.functional`` has torch.nn.functional's
 interpolate, elu, selu, celu, smooth_l1_loss, huber_loss and max_unpool3d
 with their exact signatures; ``torch_aclnn.nn`` the matching modules;
-``torch_aclnn.patch()`` (or ``with torch_aclnn.patched():``) routes those
-calls of unmodified code. Each computes a call with torch_aclnn when it lies
-inside the operator's contract, and hands any other call to torch.
+``torch_aclnn.patch()`` (or ``with torch_aclnn.patched():``) routes such
+calls of unmodified code (docs/patch.md: which, at each level). Each computes
+a call with torch_aclnn when it lies inside the operator's contract, and hands
+any other call to torch.
 """
 # torch_npu, where it is installed, before torch (see _npu_import.py).
 from . import _npu_import

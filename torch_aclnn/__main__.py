@@ -107,7 +107,7 @@ def info_rows() -> list[tuple[str, object]]:
 
     import torch_aclnn
     from torch_aclnn import _loader
-    from torch_aclnn._patch import ROUTED_FUNCTIONS, ROUTED_OPERATORS
+    from torch_aclnn._patch import ROUTED_FUNCTIONS, _aten_keys
     from torch_aclnn._registry import OPERATORS
     from torch_aclnn._torch_api import has_kernel
 
@@ -127,6 +127,10 @@ def info_rows() -> list[tuple[str, object]]:
         have = [npu_name if name == "npu" else name for key, name in _BACKENDS
                 if has_kernel(op, key)]
         backends[op] = ", ".join(have) or "none"
+    if torch_aclnn.default_patch_level() == "dispatcher":
+        routes = [f"aten::{aten} ({key})" for aten, key in _aten_keys()]
+    else:
+        routes = [f"F.{f}" for f in ROUTED_FUNCTIONS]
     return [
         ("torch_aclnn", f"{torch_aclnn.__version__} ({package_dir})"),
         ("torch", torch.__version__),
@@ -141,8 +145,7 @@ def info_rows() -> list[tuple[str, object]]:
         ("torch_npu", npu_package),
         ("Ascend NPU available", npu_available),
         ("patch() level", torch_aclnn.default_patch_level()),
-        ("patch() routes", ", ".join(ROUTED_OPERATORS if torch_aclnn.default_patch_level() == "dispatcher"
-                                     else (f"F.{f}" for f in ROUTED_FUNCTIONS))),
+        ("patch() routes", ", ".join(routes)),
         ("operators", backends),
     ]
 

@@ -3,8 +3,8 @@
 Two levels route the same calls by the same rule (docs/spec.md §8; the
 decision per torch.nn.functional function is torch_aclnn/_dropin.py):
 
-``level="dispatcher"`` (the default where torch >= 2.9 and torch_npu is not
-loaded: :func:`default_patch_level`) replaces aten's CPU and CUDA kernels of
+``level="dispatcher"`` (patch()'s default where torch >= 2.9 and torch_npu is
+not loaded: :func:`default_patch_level`) replaces aten's CPU and CUDA kernels of
 the aten operators that those functions and their autograd formulas call
 (aten::elu, aten::elu_backward, aten::upsample_nearest3d, ...;
 csrc/dropin.cpp) by a C++ kernel that applies the rule and calls aten's own
@@ -12,17 +12,21 @@ kernel for calls outside the contract. Every other torch call pays nothing,
 and the routed ones no Python, so a step bound by the host keeps torch's
 speed. It is process-wide (every thread), reaches only what runs through
 aten's kernels (inductor's own code for these operators does not), and leaves
-aten's autograd formulas in place. A replacement stays registered once made:
-switched off, it hands every call to aten's kernel.
+aten's autograd formulas in place, so a call is routed if the routes are on
+when it runs: a backward run after ``unpatch()`` is aten's. A replacement
+stays registered once made: switched off, it hands every call to aten's kernel.
 
-``level="function"``: a :class:`torch.overrides.TorchFunctionMode` sees every
+``level="function"`` (patched()'s default): a
+:class:`torch.overrides.TorchFunctionMode` sees every
 call of a ``torch.nn.functional`` function that supports
 ``__torch_function__`` (F.interpolate, F.elu, F.selu, F.celu,
 F.smooth_l1_loss, F.huber_loss, F.max_unpool3d, F.max_pool3d and
 F.max_pool3d_with_indices all do) together with the exact arguments the
-caller wrote. It is scoped to the calling thread, reaches the NPU and
-F.huber_loss, and dynamo traces it, so ``torch.compile(fullgraph=True)``
-puts the torch_aclnn operators into its graphs. Its cost: torch's
+caller wrote. It is scoped to the calling thread and to what it records (the
+backward of a call routed in the block is torch_aclnn's wherever it runs),
+reaches the NPU and F.huber_loss, and dynamo traces it, so
+``torch.compile(fullgraph=True)`` puts the torch_aclnn operators into its
+graphs, a block entered inside compiled code included. Its cost: torch's
 ``__torch_function__`` machinery on every torch call of the thread in eager
 mode (about 1 µs each, a tensor attribute read included), and modes are not
 active while autograd runs a backward, so the forward that
@@ -43,7 +47,6 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from . import _dropin
-from .ops._common import compiling
 from ._torch_api import entered, exited, function_mode_stack
 
 __all__ = ["patch", "unpatch", "patched", "is_patched", "patch_stats", "reset_patch_stats", "PatchStats",
@@ -259,15 +262,12 @@ def _aten_remove(stats: Optional[PatchStats]) -> None:
 
 
 def default_patch_level() -> str:
-    """The level of :func:`patch` and :func:`patched` without one: "dispatcher"
-    where this torch has its routes (>= 2.9) and torch_npu is not loaded, else
-    "function": the routes replace aten's CPU and CUDA kernels only (on the NPU
-    it is the mode that reaches torch_aclnn's NPU kernels). Inside code that
-    torch.compile traces it is "function", the level dynamo can trace (the
-    routes are switched in C++)."""
-    if compiling() or not ROUTED_OPERATORS or getattr(torch, "npu", None) is not None:
-        return "function"
-    return "dispatcher"
+    """The level of :func:`patch` without one: "dispatcher" where this torch
+    has its routes (>= 2.9) and torch_npu is not loaded, else "function" (the
+    routes replace aten's CPU and CUDA kernels only; on the NPU it is the mode
+    that reaches torch_aclnn's NPU kernels). A :func:`patched` block takes
+    "function" unless told otherwise."""
+    return "dispatcher" if ROUTED_OPERATORS and getattr(torch, "npu", None) is None else "function"
 
 
 def _check_level(level: Optional[str]) -> str:
@@ -286,7 +286,7 @@ def patch(count: bool = True, level: Optional[str] = None) -> None:
     nn.SmoothL1Loss, nn.MaxUnpool3d, nn.MaxPool3d — to torch_aclnn from now
     on, until :func:`unpatch`. Calls outside torch_aclnn's contract (other
     modes, 4-D input, other dtypes or devices, ...) go to torch unchanged.
-    Calling it again is a no-op.
+    Calling it again at the same level is a no-op.
 
     ``level`` (docs/patch.md):
 
@@ -301,6 +301,10 @@ def patch(count: bool = True, level: Optional[str] = None) -> None:
       pays the mode's per-call cost.
     * ``None`` (default): :func:`default_patch_level`, "dispatcher" where this
       torch has it (>= 2.9) and torch_npu is not loaded.
+
+    At the dispatcher level a call is routed if the routes are on when it
+    runs, the backward's included: call ``loss.backward()`` before
+    :func:`unpatch`.
 
     ``count=False``: do not count calls in :func:`patch_stats` (inside
     compiled graphs, counting is a tiny CPU tensor update per call).
@@ -367,16 +371,26 @@ def is_patched(level: Optional[str] = None) -> bool:
 
 
 @contextlib.contextmanager
-def patched(stats: Optional[PatchStats] = None, level: Optional[str] = None) -> Iterator[PatchStats]:
-    """``with torch_aclnn.patched() as stats:`` — :func:`patch` for one block,
-    at the same ``level`` (default: :func:`default_patch_level`).
+def patched(stats: Optional[PatchStats] = None, level: Optional[str] = "function") -> Iterator[PatchStats]:
+    """``with torch_aclnn.patched() as stats:`` — :func:`patch` for one block.
 
-    Yields a fresh :class:`PatchStats` counting the calls of this block only
-    (pass ``stats=`` to accumulate into your own); the process-wide counts of
-    :func:`patch_stats` are not touched. Nests with patch() and other modes.
+    Yields a fresh :class:`PatchStats` counting the calls of this block
+    (pass ``stats=`` to accumulate into your own).
+
+    ``level="function"`` (the default, unlike :func:`patch`'s): the calling
+    thread's torch.nn.functional calls inside the block; the backward of a
+    call routed there is torch_aclnn's wherever it runs; the block counts its
+    own calls only (not in :func:`patch_stats`); nests with patch() and other
+    modes, and inside torch.compile'd code.
+
     ``level="dispatcher"``: the routes are on, in every thread, until the
-    last such block or ``patch(level="dispatcher")`` ends; the counts are of
-    every thread's calls meanwhile, per aten operator."""
+    last such block or ``patch(level="dispatcher")`` ends, and route every
+    call made meanwhile, forward or backward (so keep ``loss.backward()``
+    inside the block); the block counts every thread's calls meanwhile, per
+    aten operator, as does every other counter active then (an enclosing
+    block, :func:`patch_stats` under ``patch(level="dispatcher")``).
+
+    ``level=None``: :func:`default_patch_level`, patch()'s default."""
     level = _check_level(level)
     stats = PatchStats() if stats is None else stats
     if level == "dispatcher":
