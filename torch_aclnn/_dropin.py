@@ -208,7 +208,7 @@ def _elu_call(input, alpha, scale, input_scale, inplace) -> Decision:
         if input.is_leaf or is_view(input) or functorch_transforms_active():
             return "inplace=True on a leaf, a view or under torch.func"
         if not alpha >= 0:
-            return "inplace=True with alpha < 0"
+            return "inplace=True with alpha not >= 0"
     return _elu._elu(input, alpha, scale, input_scale, inplace)
 
 
