@@ -316,6 +316,30 @@ def test_bad_unpool_index_is_torchs_error():
     assert str(got.value) == str(want.value) and stats.passed == {"aten::max_unpool3d": 1}
 
 
+def test_compiled_and_deterministic_needs_the_function_level():
+    """Under torch.compile, this level's routes meet only the kernels compiled code leaves to aten; tracing
+    max_unpool3d hits aten's own refusal under use_deterministic_algorithms(True), where the function level puts
+    torch_aclnn's operator into the graph (docs/patch.md)."""
+    p, i = _unpool(_x())
+    want = F.max_unpool3d(p, i, 2)
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        for level in ("dispatcher", "function"):
+            torch._dynamo.reset()
+            f = torch.compile(lambda p, i: F.max_unpool3d(p, i, 2), backend="aot_eager")
+            with torch_aclnn.patched(level=level):
+                if level == "dispatcher":
+                    with pytest.raises(RuntimeError, match="max_unpooling3d_forward_out does not have a determ"):
+                        f(p, i)
+                else:
+                    got = f(p, i)
+    finally:
+        torch.use_deterministic_algorithms(before)
+        torch._dynamo.reset()
+    assert torch.equal(got, want)
+
+
 def test_deterministic_where_aten_refuses():
     p, i = _unpool(_x())
     want = F.max_unpool3d(p, i, 2)
