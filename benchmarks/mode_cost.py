@@ -110,7 +110,8 @@ def _per_call(a) -> None:
     p = torch.nn.Parameter(torch.randn(1, device=a.device))
     p.grad = torch.zeros_like(p)
     calls = {"x.shape": lambda: x.shape, "p.grad": lambda: p.grad, "torch.add": lambda: torch.add(x, x)}
-    modes = {"plain": contextlib.nullcontext, "empty mode": EmptyMode, "the function level's mode": lambda: torch_aclnn.patched(level="function")}
+    modes = {"plain": contextlib.nullcontext, "empty mode": EmptyMode,
+             "the function level's mode": bench_model._contexts()["patch(function)"]}
 
     def hundred(call, mode):
         def run():

@@ -273,11 +273,13 @@ def test_checkpoint_recompute_needs_context_fn():
 
     xr = torch.randn(1, 2, 3, 4, 5, requires_grad=True)
     block(xr).sum().backward()
-    for context_fn, routed in [(None, 1), (lambda: (contextlib.nullcontext(), torch_aclnn.patched(stats, level="function")), 2)]:
+    for context_fn, routed in [(None, 1),
+                               (lambda: (contextlib.nullcontext(), torch_aclnn.patched(stats, level="function")), 2)]:
         x = xr.detach().clone().requires_grad_()
         stats = torch_aclnn.PatchStats()
         kw = {"context_fn": context_fn} if context_fn else {}
-        with torch_aclnn.patched(stats, level="function"), set_checkpoint_early_stop(False):  # recompute the whole block
+        # (recompute the whole block)
+        with torch_aclnn.patched(stats, level="function"), set_checkpoint_early_stop(False):
             y = checkpoint(block, x, use_reentrant=False, **kw)
             y.sum().backward()
         assert stats.routed == {"elu": routed, "interpolate": routed}

@@ -108,7 +108,7 @@ def _caller_level() -> int:
     """The stacklevel of the first frame outside torch_aclnn, torch.overrides
     and torch.nn.functional: where the user called the F function, as F's
     own warnings say (2 under torch.compile, which does not trace frames)."""
-    if torch.compiler.is_compiling():
+    if compiling():
         return 2
     frame, level = sys._getframe(1), 1
     while frame is not None and any(part in frame.f_code.co_filename for part in _PASSED_BY):
@@ -123,7 +123,7 @@ def legacy_reduction(size_average, reduce) -> str:
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     reduction = ("mean" if size_average else "sum") if reduce else "none"
-    if torch.compiler.is_compiling():  # (dynamo cannot trace warnings.warn here)
+    if compiling():  # (dynamo cannot trace warnings.warn here)
         return reduction
     warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
                   stacklevel=_caller_level())
@@ -258,7 +258,7 @@ def _loss_args(input, target, reduction, parameter):
 
 def _shape_warning(input, target) -> None:
     """F's warning for input and target shapes that differ, attributed as F's is."""
-    if input.shape != target.shape and not torch.compiler.is_compiling():  # (as legacy_reduction)
+    if input.shape != target.shape and not compiling():  # (as legacy_reduction)
         warnings.warn(
             f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
             "This will likely lead to incorrect results due to broadcasting. "
@@ -444,7 +444,7 @@ def decide(decision: Callable, args: tuple, kwargs: dict) -> Decision:
     except (TypeError, ValueError, IndexError) as e:
         message = str(e)
         ours = message.startswith("[torch_aclnn") and _DEFERRED not in message[:40]
-        if ours and not torch.compiler.is_compiling() and not (type(e) is IndexError and _on_cuda(args, kwargs)):
+        if ours and not compiling() and not (type(e) is IndexError and _on_cuda(args, kwargs)):
             return f"contract: {message}"
         if type(e) is TypeError and "argument" in message and not message.startswith("[torch_aclnn"):
             return "arguments that do not bind to the torch signature"

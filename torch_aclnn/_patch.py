@@ -47,6 +47,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from . import _dropin
+from .ops._common import compiling
 from ._torch_api import entered, exited, function_mode_stack
 
 __all__ = ["patch", "unpatch", "patched", "is_patched", "patch_stats", "reset_patch_stats", "PatchStats",
@@ -133,7 +134,7 @@ class PatchStats:
 
     def _add(self, row: int, name: str) -> None:
         i = _INDEX[name]
-        if torch.compiler.is_compiling():
+        if compiling():
             self._compiled[row, i] += 1
         else:
             self._eager[row][i] += 1
@@ -197,7 +198,7 @@ class _RoutingMode(TorchFunctionMode):
         if isinstance(out, str):
             if stats is not None:
                 stats._add(1, name)
-                if not torch.compiler.is_compiling():
+                if not compiling():
                     stats._add_reason(name, out)
             return func(*args, **kwargs)
         if stats is not None:
