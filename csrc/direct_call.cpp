@@ -44,7 +44,7 @@ struct Argument {
 };
 
 struct Signature {
-  c10::OperatorHandle op;
+  c10::OperatorHandle handle;
   std::vector<Argument> arguments;
   size_t required = 0;  // the leading arguments without a default
   size_t returns = 0;
@@ -53,7 +53,7 @@ struct Signature {
 struct DirectCall {
   PyObject_HEAD
   vectorcallfunc vectorcall;
-  Signature* op;
+  Signature* signature;
   PyObject* fallback;
 };
 
@@ -161,7 +161,7 @@ PyObject* wrap(torch::jit::Stack& stack, size_t returns) {
 // through torch.ops; HANDLE_TH_ERRORS would turn it into a Python warning).
 PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* direct = reinterpret_cast<DirectCall*>(self);
-  const Signature& op = *direct->op;
+  const Signature& op = *direct->signature;
   const auto n = static_cast<size_t>(PyVectorcall_NARGS(nargsf));
   bool plain = (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0) && n >= op.required &&
                n <= op.arguments.size() && !at::impl::torch_function_mode_enabled();
@@ -175,7 +175,7 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
       for (size_t i = n; i < op.arguments.size(); ++i) stack.push_back(*op.arguments[i].default_value);
       {
         pybind11::gil_scoped_release no_gil;
-        op.op.callBoxed(stack);
+        op.handle.callBoxed(stack);
       }
       return wrap(stack, op.returns);
     }
@@ -200,7 +200,7 @@ PyObject* same(PyObject* self, PyObject* /*unused*/) {
 
 void dealloc(PyObject* self) {
   auto* direct = reinterpret_cast<DirectCall*>(self);
-  delete direct->op;
+  delete direct->signature;
   Py_XDECREF(direct->fallback);
   Py_TYPE(self)->tp_free(self);
 }
@@ -244,7 +244,7 @@ PyObject* make(PyObject* /*self*/, PyObject* args) {
               " is not a torch_aclnn operator");
   if (PyType_Ready(&direct_call_type()) < 0) return nullptr;
   auto op = std::make_unique<Signature>(Signature{c10::Dispatcher::singleton().findSchemaOrThrow(name, overload)});
-  const c10::FunctionSchema& schema = op->op.schema();
+  const c10::FunctionSchema& schema = op->handle.schema();
   TORCH_CHECK(!schema.is_mutable() && !schema.is_vararg() && !schema.is_varret(), "_direct_call: ", schema,
               " writes an argument or takes varargs");
   for (const c10::Argument& a : schema.arguments()) {
@@ -266,7 +266,7 @@ PyObject* make(PyObject* /*self*/, PyObject* args) {
   auto* direct = PyObject_New(DirectCall, &direct_call_type());
   if (direct == nullptr) return nullptr;
   direct->vectorcall = call;
-  direct->op = op.release();
+  direct->signature = op.release();
   Py_INCREF(fallback);
   direct->fallback = fallback;
   return reinterpret_cast<PyObject*>(direct);
