@@ -57,7 +57,7 @@ void fold_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows& wd,
       clear_zeros(r);
       zeros_from = r + 1;
       scalar_t* dst = o + r * iW;
-      const Window2 win{g + nc * oD * oH * oW, wd.lo[i], wd.hi[i], wh.lo[j], wh.hi[j], oH, oW};
+      const Window2 win{g + nc * oD * oH * oW, wd.lo[i], wd.hi[i], wh.lo[j], wh.hi[j], oD, oH, oW};
       if (fold.halved && win.d1 - win.d0 == 1 && win.h1 - win.h0 == 1) {
         spread_by_2(dst, win.row(win.d0, win.h0), iW, fold.phase);
         continue;

@@ -208,12 +208,14 @@ inline void fold_row(acc_t* __restrict acc, const scalar_t* __restrict row, cons
 }
 
 // The (d, h) window of one NCDHW grad_input row: the grad_output rows
-// (d, h), d in [d0, d1), h in [h0, h1), of its (n, c) volume.
+// (d, h), d in [d0, d1), h in [h0, h1), of its (n, c) volume (oD x oH x oW).
 template <typename scalar_t>
 struct Window2 {
   const scalar_t* volume;
-  int64_t d0, d1, h0, h1, oH, oW;
+  int64_t d0, d1, h0, h1, oD, oH, oW;
   const scalar_t* row(int64_t d, int64_t h) const { return volume + (d * oH + h) * oW; }
+  // Whether the n elements from row (d, h)'s element w lie inside the volume.
+  bool inside(int64_t d, int64_t h, int64_t w, int64_t n) const { return (d * oH + h) * oW + w + n <= oD * oH * oW; }
 };
 
 }  // namespace
