@@ -304,14 +304,24 @@ def _beyond_floor(row: dict) -> Optional[bool]:
 
 
 def _cpu_model() -> str:
+    """The CPU's model name, with its family and model numbers (a VM's name,
+    e.g. 'AMD EPYC', does not tell one generation from the next)."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model") and key not in fields:
+                    fields[key] = value.strip()
+                if not line.strip() and fields:  # the first processor's block only
+                    break
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in fields and "model" in fields:
+        name += f" (family {fields['cpu family']}, model {fields['model']})"
+    return name
 
 
 def _load() -> Optional[float]:
