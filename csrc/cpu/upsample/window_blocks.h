@@ -33,8 +33,8 @@ void fold_window_blocks(scalar_t* dst, const Window2<scalar_t>& win, const RowFo
     // masked loads only at the end of its last row. On AMD family 1Ah (Zen 5)
     // masked loads of rows that come from memory run several times slower
     // than whole ones: the x1.5 float32 bench case, (2,16,32,64,64) <-
-    // (2,16,48,96,96), 2 threads, 7.7 ms with every load masked, 2.1-2.9 ms
-    // with whole loads inside each row.
+    // (2,16,48,96,96), 2 threads, 7.2-7.7 ms with every load masked, 1.7-2.2
+    // ms now (docs/performance.md, "Masked loads on AMD family 26").
     const bool in_row = f.base[b] + 32 <= win.oW;
     __m512 a = _mm512_setzero_ps();
     for (int64_t d = win.d0; d < win.d1; ++d) {
