@@ -30,7 +30,7 @@ void fold_window_blocks(scalar_t* dst, const Window2<scalar_t>& win, const RowFo
     const __mmask16 load_lo = f.load_lo[b], load_hi = f.load_hi[b], one = f.one[b], two = f.two[b];
     // Whole loads where the span's 32 elements lie inside the (n, c) volume
     // of grad_output (lanes past the block's outputs are never picked):
-    // masked loads only at the end of its last row. On AMD family 1Ah (Zen 5)
+    // masked loads only at the end of its last row. On AMD family 26 (Zen 5)
     // masked loads of rows that come from memory run several times slower
     // than whole ones: the x1.5 float32 bench case, (2,16,32,64,64) <-
     // (2,16,48,96,96), 2 threads, 7.2-7.7 ms with every load masked, 1.7-2.2
