@@ -143,7 +143,8 @@ def test_forward_matches_torch_and_differentiates():
 
 def test_forward_window_rule_on_every_path():
     """The CPU forward's paths (rows of NCDHW planes with stride 1, 2 or
-    another, channels_last_3d, strided planes, 4-D) give aten's NCDHW values
+    another, channels_last_3d with whole vectors of channels and a tail,
+    strided planes, 4-D) give aten's NCDHW values
     and indices for random windows over data with ties, NaN and -inf. aten's
     own channels_last_3d CPU kernel is not the reference: for a window whose
     taps are all -inf it returns an index without the window's depth offset
@@ -161,7 +162,8 @@ def test_forward_window_rule_on_every_path():
         p = [pick(0, kk // 2) for kk in k]
         size = [pick(1, 9) for _ in range(3)]
         dtype = (torch.float32, torch.float64, torch.bfloat16, torch.float16)[trial % 4]
-        x = torch.randint(-3, 3, (pick(1, 2), pick(1, 5), *size), generator=gen).to(dtype)
+        channels = pick(1, 5) if pick(0, 1) else pick(16, 40)  # a vector of channels or more, and a tail
+        x = torch.randint(-3, 3, (pick(1, 2), channels, *size), generator=gen).to(dtype)
         special = torch.rand(x.shape, generator=gen)
         x[special < 0.15] = float("nan") if trial % 3 == 0 else x[special < 0.15]
         x[special > 0.6] = float("-inf") if trial % 3 == 1 else x[special > 0.6]

@@ -454,6 +454,81 @@ inline bool positions_fit(const Geometry& g) {
   return g.S <= std::numeric_limits<J>::max();
 }
 
+// The windows of the channels_last_3d forward: tasks are pooled rows (n, od,
+// oh); fn(n, o, first, taps) for each pooled position o of tasks [b, e),
+// where taps(tap) calls tap(pos) for the window's taps inside self in
+// increasing (d, h, w) (window_max's order), the first at position first.
+template <typename Fn>
+void for_each_channels_last_window(int64_t b, int64_t e, const Geometry& g, const Window& w, Fn fn) {
+  const auto& k = w.kernel;
+  const auto& s = w.stride;
+  const auto& p = w.padding;
+  const auto& d = w.dilation;
+  for (int64_t t = b; t < e; ++t) {
+    const int64_t n = t / (g.oD * g.oH), od = (t / g.oH) % g.oD, oh = t % g.oH;
+    int64_t lo0, hi0, lo1, hi1;
+    const int64_t z0 = od * s[0] - p[0], y0 = oh * s[1] - p[1];
+    tap_range<int64_t>(z0, g.D, k[0], d[0], lo0, hi0);
+    tap_range<int64_t>(y0, g.H, k[1], d[1], lo1, hi1);
+    for (int64_t ow = 0; ow < g.oW; ++ow) {
+      int64_t lo2, hi2;
+      const int64_t x0 = ow * s[2] - p[2];
+      tap_range<int64_t>(x0, g.W, k[2], d[2], lo2, hi2);
+      const auto taps = [&](auto&& tap) {
+        for (int64_t i = lo0; i < hi0; ++i) {
+          for (int64_t j = lo1; j < hi1; ++j) {
+            const int64_t row = ((z0 + i * d[0]) * g.H + y0 + j * d[1]) * g.W + x0;
+            for (int64_t l = lo2; l < hi2; ++l) tap(row + l * d[2]);
+          }
+        }
+      };
+      const int64_t first = ((z0 + lo0 * d[0]) * g.H + y0 + lo1 * d[1]) * g.W + x0 + lo2 * d[2];
+      fn(n, (od * g.oH + oh) * g.oW + ow, first, taps);
+    }
+  }
+}
+
+// The channels_last_3d forward in float32 with int32 positions: per pooled
+// position and vector of channels, the window's taps folded in registers by
+// window_max's rule (taken where greater or NaN; from -inf at the first
+// tap's position, which keeps the first tap where none is taken), stored
+// once. The results of fold_tap over best/where arrays, without storing and
+// reloading them at every tap.
+inline void forward_channels_last_vectors(float* out, int64_t* ix, Planes op, const float* x, Planes xp,
+                                          const Geometry& g, const Window& w, int64_t grain) {
+  using Vec = at::vec::Vectorized<float>;
+  using IVec = at::vec::Vectorized<int32_t>;
+  static_assert(Vec::size() == IVec::size());
+  constexpr int64_t K = Vec::size();
+  at::parallel_for(0, g.N * g.oD * g.oH, grain, [&](int64_t b, int64_t e) {
+    int32_t where[K];
+    for_each_channels_last_window(b, e, g, w, [&](int64_t n, int64_t o, int64_t first, const auto& taps) {
+      const float* xn = x + n * xp.sN;
+      float* os = out + n * op.sN + o * op.sK;
+      int64_t* is = ix + n * op.sN + o * op.sK;
+      for (int64_t c0 = 0; c0 < g.C; c0 += K) {
+        const int nc = static_cast<int>(std::min(K, g.C - c0));
+        Vec best(-std::numeric_limits<float>::infinity());
+        IVec at_(static_cast<int32_t>(first));
+        taps([&](int64_t pos) {
+          const float* xt = xn + pos * xp.sK + c0;
+          const Vec v = nc == K ? Vec::loadu(xt) : Vec::loadu(xt, nc);
+          const Vec take = (v > best) | (v != v);
+          best = Vec::blendv(best, v, take);
+          at_ = IVec::blendv(at_, IVec(static_cast<int32_t>(pos)), at::vec::cast<int32_t>(take));
+        });
+        at_.store(where);
+        if (nc == K) {
+          best.store(os + c0);
+        } else {
+          best.store(os + c0, nc);
+        }
+        for (int c = 0; c < nc; ++c) is[c0 + c] = where[c];
+      }
+    });
+  });
+}
+
 template <typename T, typename J>
 void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const Geometry& g, const Window& w) {
   using A = at::opmath_type<T>;
@@ -466,42 +541,29 @@ void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const
     // channels_last_3d: tasks are pooled rows (n, od, oh); per pooled
     // position, the window's taps inside self in increasing (d, h, w), each
     // tap's channels together.
-    at::parallel_for(0, g.N * g.oD * g.oH, cpu::grain_for(g.oW * g.C * taps), [&](int64_t b, int64_t e) {
+    const int64_t grain = cpu::grain_for(g.oW * g.C * taps);
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<J, int32_t>) {
+      return forward_channels_last_vectors(out, ix, op, x, xp, g, w, grain);
+    }
+    at::parallel_for(0, g.N * g.oD * g.oH, grain, [&](int64_t b, int64_t e) {
       std::vector<A> best(g.C);
       std::vector<J> where(g.C);
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t n = t / (g.oD * g.oH), od = (t / g.oH) % g.oD, oh = t % g.oH;
-        int64_t lo0, hi0, lo1, hi1;
-        const int64_t z0 = od * s[0] - p[0], y0 = oh * s[1] - p[1];
-        tap_range<int64_t>(z0, g.D, k[0], d[0], lo0, hi0);
-        tap_range<int64_t>(y0, g.H, k[1], d[1], lo1, hi1);
+      for_each_channels_last_window(b, e, g, w, [&](int64_t n, int64_t o, int64_t, const auto& taps) {
         const T* xn = x + n * xp.sN;
-        for (int64_t ow = 0; ow < g.oW; ++ow) {
-          int64_t lo2, hi2;
-          const int64_t x0 = ow * s[2] - p[2];
-          tap_range<int64_t>(x0, g.W, k[2], d[2], lo2, hi2);
-          bool first = true;
-          for (int64_t i = lo0; i < hi0; ++i) {
-            for (int64_t j = lo1; j < hi1; ++j) {
-              const int64_t row = ((z0 + i * d[0]) * g.H + y0 + j * d[1]) * g.W + x0;
-              for (int64_t l = lo2; l < hi2; ++l) {
-                const int64_t pos = row + l * d[2];
-                const T* xt = xn + pos * xp.sK;
-                if (first) {  // window_max's first tap: taken whatever its value
-                  for (int64_t c = 0; c < g.C; ++c) best[c] = static_cast<A>(xt[c]);
-                  std::fill(where.begin(), where.end(), static_cast<J>(pos));
-                  first = false;
-                  continue;
-                }
-                fold_tap<1>(xt, 1, g.C, static_cast<J>(pos), J(0), best.data(), where.data());
-              }
-            }
+        bool first = true;
+        taps([&](int64_t pos) {
+          const T* xt = xn + pos * xp.sK;
+          if (first) {  // window_max's first tap: taken whatever its value
+            for (int64_t c = 0; c < g.C; ++c) best[c] = static_cast<A>(xt[c]);
+            std::fill(where.begin(), where.end(), static_cast<J>(pos));
+            first = false;
+            return;
           }
-          const int64_t o = (od * g.oH + oh) * g.oW + ow;
-          store_result(out + n * op.sN + o * op.sK, ix + n * op.sN + o * op.sK, 1, g.C, best.data(), where.data(),
-                       xn, xp.sK, 1);
-        }
-      }
+          fold_tap<1>(xt, 1, g.C, static_cast<J>(pos), J(0), best.data(), where.data());
+        });
+        store_result(out + n * op.sN + o * op.sK, ix + n * op.sN + o * op.sK, 1, g.C, best.data(), where.data(),
+                     xn, xp.sK, 1);
+      });
     });
     return;
   }
