@@ -312,7 +312,7 @@ def _cpu_model() -> str:
             for line in f:
                 key, _, value = line.partition(":")
                 key = key.strip()
-                if key in ("model name", "cpu family", "model") and key not in fields:
+                if key in ("model name", "cpu family", "model"):
                     fields[key] = value.strip()
                 if not line.strip() and fields:  # the first processor's block only
                     break

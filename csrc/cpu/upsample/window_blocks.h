@@ -35,12 +35,11 @@ void fold_window_blocks(scalar_t* dst, const Window2<scalar_t>& win, const RowFo
     // than whole ones: the x1.5 float32 bench case, (2,16,32,64,64) <-
     // (2,16,48,96,96), 2 threads, 7.2-7.7 ms with every load masked, 1.7-2.2
     // ms now (docs/performance.md, "Masked loads on AMD family 26").
-    const bool in_row = f.base[b] + 32 <= win.oW;
     __m512 a = _mm512_setzero_ps();
     for (int64_t d = win.d0; d < win.d1; ++d) {
       for (int64_t h = win.h0; h < win.h1; ++h) {
         const scalar_t* span = win.row(d, h) + f.base[b];
-        const bool whole = in_row || win.inside(d, h, f.base[b], 32);
+        const bool whole = win.inside(d, h, f.base[b], 32);
         __m512 lo, hi;
         if constexpr (std::is_same_v<scalar_t, float>) {
           lo = whole ? _mm512_loadu_ps(span) : _mm512_maskz_loadu_ps(load_lo, span);
