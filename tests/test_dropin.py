@@ -367,12 +367,62 @@ def test_convert_reports_what_it_did(caplog):
     assert repr(model[1]).startswith("Upsample(")
 
 
-def test_torchscript_refuses_clearly():
-    for m in (tann.ELU(), tann.Upsample(scale_factor=2), tann.SmoothL1Loss(),
-              tnn.Sequential(tnn.Conv3d(1, 1, 1), tann.ELU())):
-        with pytest.raises(RuntimeError, match=r"\[torch_aclnn\] torch.jit.script does not support .*torch.compile "
-                                               r"or torch.export"):
-            torch.jit.script(m)
+def _scripted_twins():
+    """(torch_aclnn.nn module, its torch.nn twin, arguments) for every module TorchScript can compile
+    (torch.nn.MaxUnpool3d itself cannot be scripted: torch raises an internal assert, and so does ours)."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 4, 5, 6).to(memory_format=torch.channels_last_3d)
+    t = torch.randn(2, 3, 4, 5, 6)
+    return [
+        (tann.Upsample(scale_factor=2), tnn.Upsample(scale_factor=2), (x,)),
+        (tann.Upsample(scale_factor=1.5, mode="nearest-exact"), tnn.Upsample(scale_factor=1.5, mode="nearest-exact"),
+         (x,)),
+        (tann.Upsample(size=(3, 4, 5), mode="trilinear"), tnn.Upsample(size=(3, 4, 5), mode="trilinear"), (x,)),
+        (tann.ELU(0.5), tnn.ELU(0.5), (x,)),
+        (tann.ELU(inplace=True), tnn.ELU(inplace=True), (x,)),
+        (tann.SELU(), tnn.SELU(), (x,)),
+        (tann.CELU(2.0), tnn.CELU(2.0), (x,)),
+        (tann.SmoothL1Loss(beta=0.5), tnn.SmoothL1Loss(beta=0.5), (x, t)),
+        (tann.HuberLoss(reduction="sum", delta=2.0), tnn.HuberLoss(reduction="sum", delta=2.0), (x, t)),
+        (tann.MaxPool3d(2, return_indices=True), tnn.MaxPool3d(2, return_indices=True), (x,)),
+        (tann.MaxPool3d(3, 2, 1, ceil_mode=True), tnn.MaxPool3d(3, 2, 1, ceil_mode=True), (x,)),
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_torchscript_runs_torchs_call():
+    """A scripted torch_aclnn.nn module compiles to torch's functional call: bitwise the scripted
+    torch.nn module's result, and the eager module's within the op's tolerance."""
+    for ours, theirs, args in _scripted_twins():
+        scripted, reference = torch.jit.script(ours), torch.jit.script(theirs)
+        got, want = scripted(*[a.clone() for a in args]), reference(*[a.clone() for a in args])
+        torch.testing.assert_close(got, want, rtol=0, atol=0, msg=lambda m: f"{ours!r}: {m}")
+        torch.testing.assert_close(ours(*[a.clone() for a in args]), want, msg=lambda m: f"{ours!r}: {m}")
+    model = tnn.Sequential(tnn.Conv3d(3, 3, 1), tnn.ELU(), tnn.Upsample(scale_factor=2))
+    tann.convert(model)
+    scripted = torch.jit.script(model)
+    assert repr(model[1]) == "torch_aclnn.ELU(alpha=1.0)", "scripting must not swap the eager model's modules back"
+    x = torch.randn(1, 3, 2, 3, 4)
+    torch.testing.assert_close(scripted(x), model(x))
+    with pytest.raises(RuntimeError, match="isIntList"):  # torch's own MaxUnpool3d does the same
+        torch.jit.script(tnn.MaxUnpool3d(2))
+    with pytest.raises(RuntimeError, match="isIntList"):
+        torch.jit.script(tann.MaxUnpool3d(2))
+
+
+@pytest.mark.skipif(not DISPATCHER, reason="patch(level='dispatcher') needs torch >= 2.9")
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_torchscript_is_routed_at_the_dispatcher_level():
+    """The aten calls a scripted model makes are routed by the dispatcher level (and not by the
+    function level, which TorchScript does not reach)."""
+    model = torch.jit.script(tnn.Sequential(tann.ELU(), tann.Upsample(scale_factor=2)))
+    x = torch.randn(1, 2, 3, 4, 5)
+    want = model(x)
+    for level, routed in (("function", {}), ("dispatcher", {"aten::elu": 1, "aten::upsample_nearest3d": 1})):
+        with torch_aclnn.patched(level=level) as stats:
+            got = model(x)
+        assert stats.routed == routed, level
+        torch.testing.assert_close(got, want)
 
 
 def test_export_keeps_the_operators():

@@ -25,8 +25,14 @@ the saved *result* (aclnnEluBackward with ``is_result=True``).
 
 :func:`convert` swaps these modules into an existing model;
 :func:`torch_aclnn.patch` instead routes the functional calls that unmodified
-code makes. Neither reaches TorchScript: ``torch.jit.script`` on these modules
-raises and points to ``torch.compile`` / ``torch.export``, which work.
+code makes.
+
+``torch.jit.script`` compiles each module to torch's own functional call
+(TorchScript cannot run the per-call routing decision, which is Python): a
+scripted model computes what the unconverted one would, with torch's kernels,
+which ``torch_aclnn.patch()``'s dispatcher level routes like any other aten
+call. ``torch.compile`` and ``torch.export`` trace the decision and keep the
+torch_aclnn operators.
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ import collections
 import logging
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from . import functional
@@ -46,17 +53,12 @@ _log = logging.getLogger("torch_aclnn")
 
 class _Module:
     """What every torch_aclnn.nn module adds to its torch.nn base: its repr
-    names torch_aclnn, and TorchScript refuses it clearly (the routing
-    decision is made in Python, per call, which TorchScript cannot run)."""
+    names torch_aclnn. Each ``forward`` calls torch_aclnn.nn.functional, or,
+    when scripted (``torch.jit.is_scripting()``), torch's function of the same
+    signature: the routing decision is Python, which TorchScript cannot run."""
 
     def _get_name(self) -> str:
         return f"torch_aclnn.{type(self).__name__}"
-
-    def __prepare_scriptable__(self):
-        raise RuntimeError(
-            f"[torch_aclnn] torch.jit.script does not support torch_aclnn.nn.{type(self).__name__}: its routing "
-            "decision is made in Python for each call. Use torch.compile or torch.export, which trace it, or "
-            f"script the model with torch.nn.{type(self).__name__} instead.")
 
 
 class Upsample(_Module, torch.nn.Upsample):
@@ -66,6 +68,9 @@ class Upsample(_Module, torch.nn.Upsample):
     The index rule: docs/ops/upsample.md."""
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                                 recompute_scale_factor=self.recompute_scale_factor)
         return functional.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
                                       recompute_scale_factor=self.recompute_scale_factor)
 
@@ -74,6 +79,8 @@ class ELU(_Module, torch.nn.ELU):
     """``torch.nn.ELU(alpha=1.0, inplace=False)`` on aclnnElu / aclnnEluBackward."""
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.elu(input, self.alpha, self.inplace)
         return functional.elu(input, self.alpha, self.inplace)
 
 
@@ -81,6 +88,8 @@ class SELU(_Module, torch.nn.SELU):
     """``torch.nn.SELU(inplace=False)``: ELU with alpha = 1.6732632423543772, scale = 1.0507009873554805."""
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.selu(input, self.inplace)
         return functional.selu(input, self.inplace)
 
 
@@ -88,6 +97,8 @@ class CELU(_Module, torch.nn.CELU):
     """``torch.nn.CELU(alpha=1.0, inplace=False)``: ELU with input_scale = 1 / alpha."""
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.celu(input, self.alpha, self.inplace)
         return functional.celu(input, self.alpha, self.inplace)
 
 
@@ -99,6 +110,8 @@ class SmoothL1Loss(_Module, torch.nn.SmoothL1Loss):
     differ, then broadcasts."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
         return functional.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
@@ -107,6 +120,8 @@ class HuberLoss(_Module, torch.nn.HuberLoss):
     ``delta * smooth_l1_loss(beta=delta)`` on aclnnSmoothL1Loss[Backward]."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
         return functional.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
@@ -116,7 +131,9 @@ class MaxUnpool3d(_Module, torch.nn.MaxUnpool3d):
     Deterministic: where indices repeat, the element with the largest flat
     input position wins."""
 
-    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+    def forward(self, input: Tensor, indices: Tensor, output_size: list[int] | None = None) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
         return functional.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
@@ -127,6 +144,9 @@ class MaxPool3d(_Module, torch.nn.MaxPool3d):
     kernel refuses ``use_deterministic_algorithms(True)``."""
 
     def forward(self, input: Tensor):
+        if torch.jit.is_scripting():
+            return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                                     ceil_mode=self.ceil_mode, return_indices=self.return_indices)
         return functional.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                                      ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
