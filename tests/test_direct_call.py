@@ -27,7 +27,7 @@ def test_every_operator_has_one():
     for name, op in OPERATORS.items():
         assert op.overload is getattr(torch.ops.torch_aclnn, name).default
         assert type(op.direct).__name__ == "_DirectCall", name
-        assert op[False] is op.direct and op[True] is op.overload  # (op[compiling()])
+        assert op[+False] is op.direct and op[+True] is op.overload  # (op[+compiling()])
 
 
 def _counting(name):

@@ -188,7 +188,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if isinstance(resolved, str):
         return resolved
     output_size, scales = resolved
-    return _up._OPS[op][compiling()](input, output_size, *scales)
+    return _up._OPS[op][+compiling()](input, output_size, *scales)
 
 
 def _elu_call(input, alpha, scale, input_scale, inplace) -> Decision:
@@ -344,7 +344,7 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     plan = planned(_unpool_plan, "max_unpool3d", input, kernel_size, stride, padding, output_size)
     if isinstance(plan, str):
         return plan
-    out = _unpool._MAX_UNPOOL[compiling()](input, indices, *plan)
+    out = _unpool._MAX_UNPOOL[+compiling()](input, indices, *plan)
     return out if out.is_contiguous() else out.contiguous()  # torch's result is contiguous in every layout
 
 
@@ -381,7 +381,7 @@ def _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, r
                      return_indices)
     if isinstance(window, str):
         return window
-    return _pool._MAX_POOL[compiling()](input, *window)
+    return _pool._MAX_POOL[+compiling()](input, *window)
 
 
 @_reasons

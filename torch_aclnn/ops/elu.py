@@ -23,7 +23,7 @@ from ._common import (Operator, batch_first, bool_arg, compiling, invalid, real_
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
 _ELU = Operator.of("elu")
 _ELU_BACKWARD = Operator.of("elu_backward")
 _Tensor = torch.Tensor
@@ -41,7 +41,7 @@ class _EluInplace(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, alpha, scale, input_scale):
         # (through .data: mark_dirty bumps the version counter once, as aten's elu_ does)
-        input.data.copy_(_ELU[compiling()](input, alpha, scale, input_scale))
+        input.data.copy_(_ELU[+compiling()](input, alpha, scale, input_scale))
         ctx.mark_dirty(input)
         ctx.save_for_backward(input)
         ctx.params = (alpha, scale, input_scale)
@@ -60,10 +60,10 @@ def _elu(input: torch.Tensor, alpha, scale, input_scale, inplace: bool) -> torch
     error, as the result does not determine the input). The kernel itself is
     out-of-place, so the call briefly needs one temporary of the input's size."""
     if not inplace:
-        return _ELU[compiling()](input, alpha, scale, input_scale)
+        return _ELU[+compiling()](input, alpha, scale, input_scale)
     if torch.is_grad_enabled() and input.requires_grad:
         return _EluInplace.apply(input, alpha, scale, input_scale)
-    return input.copy_(_ELU[compiling()](input, alpha, scale, input_scale))
+    return input.copy_(_ELU[+compiling()](input, alpha, scale, input_scale))
 
 
 def _params(op: str, **params) -> list:
@@ -86,7 +86,7 @@ def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale
     # contract checks the values); any other call takes the checks below, which name the argument.
     if type(alpha) is float and type(scale) is float and type(input_scale) is float and inplace is False \
             and isinstance(input, _Tensor):
-        return _ELU[compiling()](input, alpha, scale, input_scale)
+        return _ELU[+compiling()](input, alpha, scale, input_scale)
     require("elu", input=input, alpha=alpha, scale=scale, input_scale=input_scale)
     tensors("elu", input=input)
     alpha, scale, input_scale = _params("elu", alpha=alpha, scale=scale, input_scale=input_scale)
@@ -97,7 +97,7 @@ def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """``F.selu(input)``: :func:`elu` with alpha = 1.6732632423543772 and
     scale = 1.0507009873554805."""
     if inplace is False and isinstance(input, _Tensor):  # (as in elu)
-        return _ELU[compiling()](input, SELU_ALPHA, SELU_SCALE, 1.0)
+        return _ELU[+compiling()](input, SELU_ALPHA, SELU_SCALE, 1.0)
     require("selu", input=input)
     tensors("selu", input=input)
     return _elu(input, SELU_ALPHA, SELU_SCALE, 1.0, bool_arg("selu", "inplace", inplace))
@@ -157,7 +157,7 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
     """
     if type(alpha) is float and type(scale) is float and type(input_scale) is float and type(is_result) is bool \
             and out is None and isinstance(grad_output, _Tensor) and isinstance(self_or_result, _Tensor):  # (as in elu)
-        return _ELU_BACKWARD[compiling()](grad_output, alpha, scale, input_scale, is_result, self_or_result)
+        return _ELU_BACKWARD[+compiling()](grad_output, alpha, scale, input_scale, is_result, self_or_result)
     require("elu_backward", grad_output=grad_output, alpha=alpha, scale=scale, input_scale=input_scale,
             is_result=is_result, self_or_result=self_or_result)
     tensors("elu_backward", grad_output=grad_output, self_or_result=self_or_result)
@@ -167,7 +167,7 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
         _ops.elu_backward.grad_input(grad_output, alpha, scale, input_scale, is_result, self_or_result,
                                      grad_input=out)
         return out
-    return _ELU_BACKWARD[compiling()](grad_output, alpha, scale, input_scale, is_result, self_or_result)
+    return _ELU_BACKWARD[+compiling()](grad_output, alpha, scale, input_scale, is_result, self_or_result)
 
 
 # ---------------------------------------------------------------------------

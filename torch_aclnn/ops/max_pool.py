@@ -19,7 +19,7 @@ from ._common import (Operator, bool_arg, compiling, int_array, invalid, planned
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
 _MAX_POOL = Operator.of("max_pool3d_with_indices")
 _MAX_POOL_BACKWARD = Operator.of("max_pool3d_with_indices_backward")
 
@@ -108,7 +108,7 @@ def max_pool3d_with_indices(input: torch.Tensor, kernel_size: Size3, stride: Opt
         require(op, input=input)
         tensors(op, input=input)
     window = planned(_window_plan, op, None, kernel_size, stride, padding, dilation, ceil_mode)
-    values, indices = _MAX_POOL[compiling()](input, *window)
+    values, indices = _MAX_POOL[+compiling()](input, *window)
     return values, indices
 
 
@@ -150,7 +150,7 @@ def max_pool3d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tens
     if out is not None:
         _ops.max_pool3d_with_indices_backward.grad_input(grad_output, self, indices, *window, grad_input=out)
         return out
-    return _MAX_POOL_BACKWARD[compiling()](grad_output, self, indices, *window)
+    return _MAX_POOL_BACKWARD[+compiling()](grad_output, self, indices, *window)
 
 
 # ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from ._common import (INT64_MAX, Operator, compiling, int_array, int_list, inval
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
 _MAX_UNPOOL = Operator.of("max_unpool3d")
 _MAX_UNPOOL_BACKWARD = Operator.of("max_unpool3d_backward")
 
@@ -93,7 +93,7 @@ def max_unpool3d(input: torch.Tensor, indices: torch.Tensor, kernel_size: Size3,
         require(op, input=input, indices=indices)
         tensors(op, input=input, indices=indices)
     plan = planned(_checked_plan, op, input, kernel_size, stride, padding, output_size)
-    return _MAX_UNPOOL[compiling()](input, indices, *plan)
+    return _MAX_UNPOOL[+compiling()](input, indices, *plan)
 
 
 def _checked_plan(op: str, input: torch.Tensor, kernel_size, stride, padding, output_size) -> tuple:
@@ -146,7 +146,7 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
         _ops.max_unpool3d_backward.grad_input(grad_output, self, indices, output_size, stride, padding,
                                               grad_input=out)
         return out
-    return _MAX_UNPOOL_BACKWARD[compiling()](grad_output, self, indices, output_size, stride, padding)
+    return _MAX_UNPOOL_BACKWARD[+compiling()](grad_output, self, indices, output_size, stride, padding)
 
 
 def _int_arrays(op: str, output_size, stride, padding) -> tuple:

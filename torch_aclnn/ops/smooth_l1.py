@@ -25,7 +25,7 @@ from ._common import (Operator, batch_first, compiling, int_arg, invalid, real_a
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
 _SMOOTH_L1 = Operator.of("smooth_l1_loss")
 _SMOOTH_L1_BACKWARD = Operator.of("smooth_l1_loss_backward")
 _Tensor = torch.Tensor
@@ -59,11 +59,11 @@ def smooth_l1_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reducti
     # contract checks the values); any other call takes the checks below, which name the argument.
     if type(beta) is float and type(reduction) is str and reduction in _REDUCTIONS and isinstance(input, _Tensor) \
             and isinstance(target, _Tensor):
-        return _SMOOTH_L1[compiling()](input, target, _REDUCTIONS[reduction], beta)
+        return _SMOOTH_L1[+compiling()](input, target, _REDUCTIONS[reduction], beta)
     op = "smooth_l1_loss"
     require(op, input=input, target=target, reduction=reduction, beta=beta)
     tensors(op, input=input, target=target)
-    return _SMOOTH_L1[compiling()](input, target, _reduction(op, reduction), real_arg(op, "beta", beta))
+    return _SMOOTH_L1[+compiling()](input, target, _reduction(op, reduction), real_arg(op, "beta", beta))
 
 
 def huber_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reduction = "mean",
@@ -80,7 +80,7 @@ def huber_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reduction =
     delta = real_arg(op, "delta", delta)
     if not (delta > 0 and delta < math.inf):
         raise invalid(op, f"delta must be finite and > 0, got {delta!r}")
-    return _SMOOTH_L1[compiling()](input, target, _reduction(op, reduction), delta) * delta
+    return _SMOOTH_L1[+compiling()](input, target, _reduction(op, reduction), delta) * delta
 
 
 def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, target: torch.Tensor,
@@ -97,7 +97,7 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
     if type(beta) is float and type(reduction) is str and reduction in _REDUCTIONS and out is None \
             and isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor):
         # (as in smooth_l1_loss)
-        return _SMOOTH_L1_BACKWARD[compiling()](grad_output, input, target, _REDUCTIONS[reduction], beta)
+        return _SMOOTH_L1_BACKWARD[+compiling()](grad_output, input, target, _REDUCTIONS[reduction], beta)
     op = "smooth_l1_loss_backward"
     require(op, grad_output=grad_output, input=input, target=target, reduction=reduction, beta=beta)
     tensors(op, grad_output=grad_output, input=input, target=target)
@@ -106,7 +106,7 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
     if out is not None:
         _ops.smooth_l1_loss_backward.grad_input(grad_output, input, target, r, beta, grad_input=out)
         return out
-    return _SMOOTH_L1_BACKWARD[compiling()](grad_output, input, target, r, beta)
+    return _SMOOTH_L1_BACKWARD[+compiling()](grad_output, input, target, r, beta)
 
 
 # ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
 _OPS = {name: Operator.of(name) for name in __all__}
 
 Size3 = Union[int, Sequence[int]]
@@ -74,7 +74,7 @@ def upsample_nearest3d(input: torch.Tensor, size: Optional[Size3] = None,
     ``s = 1/scale`` when all three scales are given, else ``in/out``.
     """
     output_size, scales = planned(_resolve, "upsample_nearest3d", input, size, scale_factor, recompute_scale_factor)
-    return _OPS["upsample_nearest3d"][compiling()](input, output_size, *scales)
+    return _OPS["upsample_nearest3d"][+compiling()](input, output_size, *scales)
 
 
 def upsample_nearest_exact3d(input: torch.Tensor, size: Optional[Size3] = None,
@@ -86,7 +86,7 @@ def upsample_nearest_exact3d(input: torch.Tensor, size: Optional[Size3] = None,
     """
     output_size, scales = planned(_resolve, "upsample_nearest_exact3d", input, size, scale_factor,
                                   recompute_scale_factor)
-    return _OPS["upsample_nearest_exact3d"][compiling()](input, output_size, *scales)
+    return _OPS["upsample_nearest_exact3d"][+compiling()](input, output_size, *scales)
 
 
 def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_w):
@@ -114,7 +114,7 @@ def _backward(op: str, grad_output, output_size, input_size, scales_d, scales_h,
     if out is not None:
         getattr(_ops, op).grad_input(grad_output, *args, grad_input=out)
         return out
-    return _OPS[op][compiling()](grad_output, *args)
+    return _OPS[op][+compiling()](grad_output, *args)
 
 
 def upsample_nearest3d_backward(grad_output: torch.Tensor, output_size: Sequence[int], input_size: Sequence[int],
