@@ -70,7 +70,7 @@ ASAN_TESTS ?= tests/test_common.py tests/test_adversarial.py tests/test_upsample
 	or tangent_only or patch_dispatcher or direct_call"
 # Only the CPU kernels of the instruction set the loader picks on this machine
 # (aten's own choice): a third of the build time.
-ASAN_ISA  ?= $(shell $(VPY) -c "import torch; print({'AVX512': 'avx512', 'AVX2': 'avx2'}.get(torch.backends.cpu.get_cpu_capability(), 'default'))" 2>/dev/null || echo default)
+ASAN_ISA  ?= aten
 asan: $(STAMP)
 	rm -rf $(ASAN_DIR)/tree && mkdir -p $(ASAN_DIR)/tree
 	cp -r setup.py pyproject.toml csrc torch_aclnn tests $(ASAN_DIR)/tree/
