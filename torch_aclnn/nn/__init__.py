@@ -146,7 +146,7 @@ class MaxPool3d(_Module, torch.nn.MaxPool3d):
     def forward(self, input: Tensor):
         if torch.jit.is_scripting():
             return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                                     ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+                                ceil_mode=self.ceil_mode, return_indices=self.return_indices)
         return functional.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                                      ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
