@@ -151,6 +151,15 @@ inline bool windows_cover_self(const Geometry& g, const Window& w) {
 struct PooledRow {
   int64_t o, z0, y0, lo0, hi0, lo1, hi1;
 
+  // Pooled row (od, oh).
+  static PooledRow at(int64_t od, int64_t oh, const Geometry& g, const Window& w) {
+    PooledRow r{(od * g.oH + oh) * g.oW, od * w.stride[0] - w.padding[0], oh * w.stride[1] - w.padding[1],
+                0, 0, 0, 0};
+    tap_range<int64_t>(r.z0, g.D, w.kernel[0], w.dilation[0], r.lo0, r.hi0);
+    tap_range<int64_t>(r.y0, g.H, w.kernel[1], w.dilation[1], r.lo1, r.hi1);
+    return r;
+  }
+
   // The flat position of input row (tap i on D, tap j on H).
   int64_t input_row(int64_t i, int64_t j, const Geometry& g, const Window& w) const {
     return ((z0 + i * w.dilation[0]) * g.H + y0 + j * w.dilation[1]) * g.W;
@@ -161,14 +170,9 @@ struct PooledRow {
 // that returns a pooled position other than kNone, and returns it.
 template <typename Fn>
 int64_t for_each_pooled_row(const Geometry& g, const Window& w, Fn fn) {
-  PooledRow r{0, 0, 0, 0, 0, 0, 0};
   for (int64_t od = 0; od < g.oD; ++od) {
-    r.z0 = od * w.stride[0] - w.padding[0];
-    tap_range<int64_t>(r.z0, g.D, w.kernel[0], w.dilation[0], r.lo0, r.hi0);
-    for (int64_t oh = 0; oh < g.oH; ++oh, r.o += g.oW) {
-      r.y0 = oh * w.stride[1] - w.padding[1];
-      tap_range<int64_t>(r.y0, g.H, w.kernel[1], w.dilation[1], r.lo1, r.hi1);
-      const int64_t bad = fn(static_cast<const PooledRow&>(r));
+    for (int64_t oh = 0; oh < g.oH; ++oh) {
+      const int64_t bad = fn(PooledRow::at(od, oh, g, w));
       if (C10_UNLIKELY(bad != kNone)) return bad;
     }
   }
@@ -460,30 +464,24 @@ inline bool positions_fit(const Geometry& g) {
 // increasing (d, h, w) (window_max's order), the first at position first.
 template <typename Fn>
 void for_each_channels_last_window(int64_t b, int64_t e, const Geometry& g, const Window& w, Fn fn) {
-  const auto& k = w.kernel;
-  const auto& s = w.stride;
-  const auto& p = w.padding;
-  const auto& d = w.dilation;
   for (int64_t t = b; t < e; ++t) {
-    const int64_t n = t / (g.oD * g.oH), od = (t / g.oH) % g.oD, oh = t % g.oH;
-    int64_t lo0, hi0, lo1, hi1;
-    const int64_t z0 = od * s[0] - p[0], y0 = oh * s[1] - p[1];
-    tap_range<int64_t>(z0, g.D, k[0], d[0], lo0, hi0);
-    tap_range<int64_t>(y0, g.H, k[1], d[1], lo1, hi1);
+    const int64_t n = t / (g.oD * g.oH);
+    // (the row's fields in locals: the taps below are called once per vector of channels)
+    const PooledRow r = PooledRow::at((t / g.oH) % g.oD, t % g.oH, g, w);
+    const int64_t o0 = r.o, lo0 = r.lo0, hi0 = r.hi0, lo1 = r.lo1, hi1 = r.hi1;
     for (int64_t ow = 0; ow < g.oW; ++ow) {
       int64_t lo2, hi2;
-      const int64_t x0 = ow * s[2] - p[2];
-      tap_range<int64_t>(x0, g.W, k[2], d[2], lo2, hi2);
+      const int64_t x0 = ow * w.stride[2] - w.padding[2], d2 = w.dilation[2];
+      tap_range<int64_t>(x0, g.W, w.kernel[2], d2, lo2, hi2);
       const auto taps = [&](auto&& tap) {
         for (int64_t i = lo0; i < hi0; ++i) {
           for (int64_t j = lo1; j < hi1; ++j) {
-            const int64_t row = ((z0 + i * d[0]) * g.H + y0 + j * d[1]) * g.W + x0;
-            for (int64_t l = lo2; l < hi2; ++l) tap(row + l * d[2]);
+            const int64_t row = r.input_row(i, j, g, w) + x0;
+            for (int64_t l = lo2; l < hi2; ++l) tap(row + l * d2);
           }
         }
       };
-      const int64_t first = ((z0 + lo0 * d[0]) * g.H + y0 + lo1 * d[1]) * g.W + x0 + lo2 * d[2];
-      fn(n, (od * g.oH + oh) * g.oW + ow, first, taps);
+      fn(n, o0 + ow, r.input_row(lo0, lo1, g, w) + x0 + lo2 * d2, taps);
     }
   }
 }
