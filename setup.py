@@ -55,7 +55,7 @@ def _isas():
     if wanted:
         aten = torch.backends.cpu.get_cpu_capability()
         picked = next((name for name, (_, cap) in _ISAS.items() if cap == aten), "default")
-        return [picked if w.strip() == "aten" else w.strip() for w in wanted.split(",") if w.strip()]
+        return list(dict.fromkeys(picked if w.strip() == "aten" else w.strip() for w in wanted.split(",") if w.strip()))
     if platform.machine().lower() in ("x86_64", "amd64"):
         return ["default", "avx2", "avx512"]
     return ["default"]
