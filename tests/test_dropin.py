@@ -425,6 +425,33 @@ def test_torchscript_is_routed_at_the_dispatcher_level():
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+def test_jit_trace_records_torchs_calls():
+    """Under torch.jit.trace every call is torch's: the trace keeps its sizes symbolic, so it runs
+    on other shapes (with torch_aclnn's calls, Upsample's output size would be a constant), and
+    in-place ELU traces too; the dispatcher level routes the traced aten calls."""
+    def make(ns):
+        torch.manual_seed(0)
+        return tnn.Sequential(tnn.Conv3d(2, 2, 1), ns.ELU(inplace=True), ns.Upsample(scale_factor=2),
+                              ns.SELU())
+    ours, theirs = make(tann), make(tnn)
+    example, other = torch.randn(1, 2, 3, 4, 5), torch.randn(2, 2, 6, 7, 8)
+    traced = torch.jit.trace(ours, example)
+    kinds = {n.kind() for n in traced.inlined_graph.nodes()}
+    assert not any(k.startswith("torch_aclnn::") for k in kinds), kinds
+    torch.testing.assert_close(traced(other), theirs(other), rtol=0, atol=0)
+    torch.testing.assert_close(traced(other), ours(other))
+    if DISPATCHER:
+        want = theirs(other)
+        with torch_aclnn.patched(level="dispatcher") as stats:  # (in-place elu_ is not routed there; selu is)
+            got = traced(other)
+        assert stats.routed == {"aten::upsample_nearest3d": 1, "aten::elu": 1}, stats.routed
+        torch.testing.assert_close(got, want)
+    with torch_aclnn.patched(level="function") as stats:  # (check_trace would rerun it untraced)
+        torch.jit.trace(theirs, example, check_trace=False)
+    assert stats.routed == {} and stats.passed == {"interpolate": 1, "elu": 1, "selu": 1}, stats
+
+
 def test_export_keeps_the_operators():
     model = tnn.Sequential(tnn.Conv3d(2, 2, 3, padding=1), tann.ELU(), tann.Upsample(scale_factor=2))
     x = torch.randn(1, 2, 3, 4, 5)

@@ -87,3 +87,16 @@ def test_import_leaves_dynamo_alone():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]", run.stdout
+
+
+def test_tracing_state_fallback():
+    """The public fallback agrees with the private probe, outside and inside torch.jit.trace."""
+    seen = []
+
+    def f(x):
+        seen.append((api.tracing_state() is not None, api._public_tracing_state() is not None))
+        return x + 1
+
+    f(torch.ones(1))
+    torch.jit.trace(f, torch.ones(1))
+    assert seen[0] == (False, False) and seen[1] == (True, True), seen

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from ._registry import OPERATORS
-from ._torch_api import functorch_transforms_active, has_kernel, is_view, privateuse1_name
+from ._torch_api import functorch_transforms_active, has_kernel, is_view, privateuse1_name, tracing_state
 from .ops._common import compiling, planned
 from .ops import elu as _elu, max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
 
@@ -438,7 +438,12 @@ def decide(decision: Callable, args: tuple, kwargs: dict) -> Decision:
     signature pass through (torch raises its own TypeError). So does, in
     eager mode, a call whose kernel raises a contract error: the rules the
     kernel checks on data (an unpool index outside the output) or on sizes
-    (a result whose size overflows int64) are then torch's to judge."""
+    (a result whose size overflows int64) are then torch's to judge. Under
+    torch.jit.trace every call is torch's: its trace keeps the sizes it derives
+    from the input's shape symbolic, where torch_aclnn's would record them as
+    constants (and the dispatcher level routes the traced aten calls)."""
+    if tracing_state() is not None:
+        return "torch.jit.trace (torch's call keeps the trace shape-generic)"
     try:
         return decision(*args, **kwargs)
     except (TypeError, ValueError, IndexError) as e:

@@ -42,6 +42,15 @@ def functorch_transforms_active() -> bool:
 _TRANSFORMS_PROBE = getattr(torch._C, "_are_functorch_transforms_active", None)
 
 
+def _public_tracing_state():
+    return True if torch.jit.is_tracing() else None
+
+
+# tracing_state() is not None while torch.jit.trace records (called on every
+# drop-in decision, so the C function itself; fallback: torch.jit.is_tracing).
+tracing_state = getattr(torch._C, "_get_tracing_state", None) or _public_tracing_state
+
+
 def privateuse1_name() -> str:
     """The device type name of the PrivateUse1 backend ('npu' once torch_npu
     renamed it). Fallback: 'npu' when torch_npu is imported, else torch's
