@@ -129,9 +129,9 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
     used. ``out=`` must be contiguous, of ``self``'s shape and dtype.
     """
     op = "max_unpool3d_backward"
-    if out is None and isinstance(grad_output, torch.Tensor) and isinstance(self, torch.Tensor) \
-            and isinstance(indices, torch.Tensor) and plain_ints(output_size, stride, padding) \
-            and not compiling():  # (as in elu.py; compiled: the checks, traced once)
+    if not compiling() and out is None and isinstance(grad_output, torch.Tensor) \
+            and isinstance(self, torch.Tensor) and isinstance(indices, torch.Tensor) \
+            and plain_ints(output_size, stride, padding):  # (as in upsample.py)
         try:
             return _MAX_UNPOOL_BACKWARD.direct(grad_output, self, indices, output_size, stride, padding)
         except RuntimeError as e:  # (an element beyond int64: the checks name it; plain_ints)

@@ -99,9 +99,10 @@ def _backward_args(op: str, output_size, input_size, scales_d, scales_h, scales_
 
 
 def _backward(op: str, grad_output, output_size, input_size, scales_d, scales_h, scales_w, out):
-    if out is None and isinstance(grad_output, torch.Tensor) and plain_ints(output_size, input_size) \
-            and optional_floats(scales_d, scales_h, scales_w) \
-            and not compiling():  # (the common call, as in elu.py; compiled: the checks, traced once)
+    # (the common call, as in elu.py; compiled: the checks, traced once; compiling() first, so that
+    # dynamo never traces plain_ints, which torch 2.8's cannot)
+    if not compiling() and out is None and isinstance(grad_output, torch.Tensor) \
+            and plain_ints(output_size, input_size) and optional_floats(scales_d, scales_h, scales_w):
         try:
             return _OPS[op].direct(grad_output, output_size, input_size, scales_d, scales_h, scales_w)
         except RuntimeError as e:  # (an element beyond int64: the checks name it; plain_ints)
