@@ -515,11 +515,16 @@ def test_common_call_beyond_int64_compiled():
     pooled, idx = torch.nn.functional.max_pool3d(g, 2, return_indices=True)
     calls = [lambda g: torch_aclnn.upsample_nearest3d_backward(g, [4, 4, 2 ** 63], [1, 2, 2, 2, 2]),
              lambda g: torch_aclnn.max_unpool3d_backward(g, pooled, idx, [4, 4, 2 ** 63], [2, 2, 2], [0, 0, 0])]
+    # (torch 2.8's dynamo keeps only the class of an error raised while it traces, under fullgraph)
+    bare = torch.torch_version.TorchVersion(torch.__version__) < (2, 9)
     for call in calls:
         for fullgraph in (False, True):
             torch._dynamo.reset()
             with pytest.raises(Exception) as raised:
                 torch.compile(call, backend="aot_eager", fullgraph=fullgraph)(g)
+            if fullgraph and bare:
+                assert "ValueError" in str(raised.value.__cause__ or raised.value.__context__), raised.value
+                continue
             assert re.search(r"\[torch_aclnn 161002\] \w+_backward: output_size .*int64", str(raised.value)), \
                 str(raised.value)
     with pytest.raises(ValueError) as raised:  # (eager: the parser's refusal is not the error's context)
