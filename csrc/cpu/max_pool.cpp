@@ -534,12 +534,12 @@ void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const
   const int64_t s[3] = {w.stride[0], w.stride[1], w.stride[2]};
   const int64_t p[3] = {w.padding[0], w.padding[1], w.padding[2]};
   const int64_t d[3] = {w.dilation[0], w.dilation[1], w.dilation[2]};
-  const int64_t taps = k[0] * k[1] * k[2];
+  const int64_t window_taps = k[0] * k[1] * k[2];  // (per window, for the grains)
   if (channels_adjacent(op, g) && xp.sC == 1) {
     // channels_last_3d: tasks are pooled rows (n, od, oh); per pooled
     // position, the window's taps inside self in increasing (d, h, w), each
     // tap's channels together.
-    const int64_t grain = cpu::grain_for(g.oW * g.C * taps);
+    const int64_t grain = cpu::grain_for(g.oW * g.C * window_taps);
     if constexpr (std::is_same_v<T, float> && std::is_same_v<J, int32_t>) {
       return forward_channels_last_vectors(out, ix, op, x, xp, g, w, grain);
     }
@@ -565,7 +565,7 @@ void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const
     });
     return;
   }
-  at::parallel_for(0, g.N * g.C, cpu::grain_for(g.oS * taps), [&](int64_t b, int64_t e) {
+  at::parallel_for(0, g.N * g.C, cpu::grain_for(g.oS * window_taps), [&](int64_t b, int64_t e) {
     std::vector<A> best(xp.sK == 1 ? g.oW : 0);
     std::vector<J> where(best.size());
     for (int64_t t = b; t < e; ++t) {
