@@ -52,19 +52,74 @@ def test_matches_torch_autograd(case):
                              else torch.contiguous_format)
 
 
-def test_same_bits_on_any_thread_count():
-    x = torch.randn(2, 5, 9, 10, 11)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last_3d"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_same_bits_on_any_thread_count(layout, dtype):
+    """(channels_last_3d: the blocks of channels per task depend on the thread
+    count and the batch.)"""
+    x = make_layout(torch.randn(2, 40, 9, 10, 11), layout)
     _, idx = F.max_pool3d(x, 3, 1, 1, return_indices=True)  # every position in up to 27 windows
-    g = torch.randn(idx.shape, dtype=torch.bfloat16)
+    g = make_layout(torch.randn(idx.shape, dtype=dtype), layout)
     threads = torch.get_num_threads()
     try:
         results = []
-        for n in (1, 2, 3):
+        for n in (1, 2, 3, 5):
             torch.set_num_threads(n)
-            results.append(ta.max_pool3d_with_indices_backward(g, x.bfloat16(), idx, 3, 1, 1))
+            results.append(ta.max_pool3d_with_indices_backward(g, x.to(dtype), idx, 3, 1, 1))
+            results.append(ta.max_pool3d_with_indices_backward(g[:1], x[:1].to(dtype), idx[:1], 3, 1, 1))
     finally:
         torch.set_num_threads(threads)
-    assert all(torch.equal(r, results[0]) for r in results)
+    assert all(torch.equal(r, results[i % 2]) for i, r in enumerate(results))
+    # float32 sums in aten's order, rounded once to bfloat16
+    want = torch.ops.aten.max_pool3d_with_indices_backward(g.float(), x, [3], [1], [1], [1], False, idx)
+    assert torch.equal(results[0], want.to(dtype)) and torch.equal(results[1], want[:1].to(dtype))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last_3d"])
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
+def test_backward_checks_each_index_against_its_own_window(layout, index_dtype):
+    """Row 12 on the scatter paths (overlapping windows): a window whose taps
+    all lie inside self is checked by its taps' offsets from its first
+    position, others tap by tap, and a span of offsets past the table's limit
+    (2^20) falls back to the latter. Positions in the window's bounding span
+    but not taps, and just outside it, are bad; its corners are good."""
+    def run(size, k, s, p, o, plant):
+        x = make_layout(torch.randn(size), layout)
+        _, idx = F.max_pool3d(x, k, s, p, return_indices=True)
+        idx = make_layout(idx.to(index_dtype), layout)
+        g = make_layout(torch.randn(idx.shape), layout)
+        bad = idx.clone()
+        bad[(0, 1) + o] = plant
+        where = ", ".join(str(v) for v in (0, 1) + o)
+        return x, g, idx, bad, where
+
+    D, H, W = 7, 8, 9
+    k, s, p = 3, 2, 1
+    o = (1, 2, 1)  # an interior window: it starts at (1, 3, 1)
+    base = (1 * H + 3) * W + 1
+    for plant in (base + 3, base + W + 3, base + 3 * W, base - 1, base + 2 * H * W + 2 * W + 3, base + H * W - W,
+                  base + 2 * H * W + 3 * W, -base, base + 2 ** (32 if index_dtype == torch.int64 else 30)):
+        x, g, idx, bad, where = run((2, 3, D, H, W), k, s, p, o, plant)
+        with pytest.raises(IndexError, match=rf"indices\[{where}\] = {plant} is not a position"):
+            ta.max_pool3d_with_indices_backward(g, x, bad, k, s, p)
+    for plant in (base, base + 2, base + 2 * W, base + 2 * H * W + 2 * W + 2, base + H * W + W + 1):
+        x, g, idx, good, _ = run((2, 3, D, H, W), k, s, p, o, plant)
+        want = torch.ops.aten.max_pool3d_with_indices_backward(g, x, [k], [s], [p], [1], False, good.long())
+        assert torch.equal(ta.max_pool3d_with_indices_backward(g, x, good, k, s, p), want)
+    # a border window (starts in the padding), checked tap by tap
+    x, g, idx, good, _ = run((2, 3, D, H, W), k, s, p, (0, 0, 0), W)  # (0, 1, 0): a tap
+    want = torch.ops.aten.max_pool3d_with_indices_backward(g, x, [k], [s], [p], [1], False, good.long())
+    assert torch.equal(ta.max_pool3d_with_indices_backward(g, x, good, k, s, p), want)
+    x, g, idx, bad, where = run((2, 3, D, H, W), k, s, p, (0, 0, 0), 2)  # (0, 0, 2): not a tap
+    with pytest.raises(IndexError, match=rf"indices\[{where}\] = 2 is not a position"):
+        ta.max_pool3d_with_indices_backward(g, x, bad, k, s, p)
+    # the span of (2, 1, 1) taps over planes of 1025 x 1024: 2^20 + 1025 offsets, past the table
+    k, s, p = [2, 1, 1], [1, 1, 1], 0
+    x, g, idx, bad, where = run((1, 2, 2, 1025, 1024), k, s, p, (0, 7, 5), 7 * 1024 + 6)
+    with pytest.raises(IndexError, match=rf"indices\[{where}\] = {7 * 1024 + 6} is not a position"):
+        ta.max_pool3d_with_indices_backward(g, x, bad, k, s, p)
+    want = torch.ops.aten.max_pool3d_with_indices_backward(g, x, k, s, [p], [1], False, idx.long())
+    assert torch.equal(ta.max_pool3d_with_indices_backward(g, x, idx, k, s, p), want)
 
 
 def test_half_rounds_once():

@@ -11,22 +11,24 @@
 //
 // max_pool3d_with_indices_backward: grad_input = zeros(self's shape);
 // grad_input[n][c][indices[n][c][o]] += grad_output[n][c][o] for every pooled
-// position o. Each (n, c) plane is one task that adds its terms in increasing
-// o, so the result does not depend on the thread count and a position
-// covered by several windows (overlapping windows: stride < kernel_size)
-// gets its terms in the same order as the CUDA kernel's gather: the same
-// bits on both. float32 and float64 accumulate in grad_input itself;
-// float16 and bfloat16 in a float32 row per plane, rounded once at the end.
-// Where no position is in two windows and the planes are dense, a plane is
-// written in one pass instead (write_plane): each window's taps get its term
-// or 0, which is the same result without the zero-fill.
+// position o, the terms of a position added in increasing o, so the result
+// does not depend on the thread count and a position covered by several
+// windows (overlapping windows: stride < kernel_size) gets its terms in the
+// same order as the CUDA kernel's gather: the same bits on both. float32 and
+// float64 accumulate in grad_input itself; float16 and bfloat16 in float32,
+// rounded once at the end. NCDHW: each (n, c) plane is one task; where no
+// position is in two windows and the planes are dense, a plane is written in
+// one pass (write_plane): each window's taps get its term or 0, which is the
+// same result without the zero-fill; else a scatter (scatter_plane).
+// channels_last_3d: tasks are (n, block of channels), a window's channels
+// scattered together (scatter_channels_last).
 //
 // A tensor of shape (N, [C,] D, H, W) is seen as N x C planes
 // (common/planes.h); grad_output and indices whose D, H, W axes do not
 // flatten are copied once. Every index is checked against the window of its
-// own output position before it is used (row 12): a bad one is never written
-// through, and the first in logical order is reported whatever the thread
-// count.
+// own output position before it is used (row 12; TapCheck in the scatters):
+// a bad one is never written through, and the first in logical order is
+// reported whatever the thread count.
 #include "contracts/max_pool.h"
 #include "common/planes.h"
 #include "cpu/cpu_utils.h"
@@ -95,6 +97,75 @@ inline bool tap_of(int64_t v, int64_t od, int64_t oh, int64_t ow, const Geometry
          in_window<int64_t>(x, ow, w.kernel[2], w.stride[2], w.padding[2], w.dilation[2]);
 }
 
+// Row 12 for the scatters, index by index, as tap_of but faster for most
+// windows: one whose taps all lie inside self ("interior") has the same taps
+// relative to its first position `base` as any other, so v is one of them
+// iff v - base is a tap's offset, looked up in a table of the span's
+// offsets (v is then inside self too: a position's flat (D, H, W) form is
+// unique). Other windows, or all where the span exceeds kMaxSpan entries,
+// use tap_of.
+class TapCheck {
+ public:
+  static constexpr int64_t kMaxSpan = int64_t(1) << 20;
+
+  // One window's part of the check: its base, and whether the table applies.
+  struct Taps {
+    int64_t od, oh, ow, base;
+    bool table;
+  };
+
+  TapCheck(const Geometry& g, const Window& w) : g_(g), w_(w), split_(g) {
+    const int64_t size[3] = {g.D, g.H, g.W}, pooled[3] = {g.oD, g.oH, g.oW}, unit[3] = {g.H * g.W, g.W, 1};
+    int64_t span = 1;
+    for (int a = 0; a < 3; ++a) {
+      const int64_t reach = (w.kernel[a] - 1) * w.dilation[a];  // < size + 2 * padding (the contract)
+      span = reach > (kMaxSpan - span) / unit[a] ? kMaxSpan + 1 : span + reach * unit[a];
+      inner_[a].resize(pooled[a]);
+      offset_[a].resize(pooled[a]);
+      for (int64_t o = 0; o < pooled[a]; ++o) {
+        int64_t lo, hi;
+        const int64_t start = o * w.stride[a] - w.padding[a];
+        tap_range<int64_t>(start, size[a], w.kernel[a], w.dilation[a], lo, hi);
+        inner_[a][o] = lo == 0 && hi == w.kernel[a];
+        offset_[a][o] = inner_[a][o] ? start * unit[a] : 0;  // (only an interior window's base is formed)
+      }
+    }
+    if (span > kMaxSpan) {
+      std::fill(inner_[0].begin(), inner_[0].end(), 0);
+      return;
+    }
+    table_.assign(span, 0);
+    for (int64_t i = 0; i < w.kernel[0]; ++i) {
+      for (int64_t j = 0; j < w.kernel[1]; ++j) {
+        for (int64_t l = 0; l < w.kernel[2]; ++l) {
+          table_[(i * w.dilation[0] * g.H + j * w.dilation[1]) * g.W + l * w.dilation[2]] = 1;
+        }
+      }
+    }
+  }
+
+  Taps at(int64_t od, int64_t oh, int64_t ow) const {
+    return {od, oh, ow, offset_[0][od] + offset_[1][oh] + offset_[2][ow],
+            static_cast<bool>(inner_[0][od] & inner_[1][oh] & inner_[2][ow])};
+  }
+
+  // Whether flat input position v is a tap of the window t.
+  bool has(const Taps& t, int64_t v) const {
+    if (C10_LIKELY(t.table)) {
+      const uint64_t rel = static_cast<uint64_t>(v) - static_cast<uint64_t>(t.base);
+      return rel < table_.size() && table_[rel];
+    }
+    return tap_of(v, t.od, t.oh, t.ow, g_, w_, split_);
+  }
+
+ private:
+  const Geometry& g_;
+  const Window& w_;
+  Split split_;
+  std::vector<uint8_t> inner_[3], table_;  // inner_: per axis, whether the window's taps all lie inside
+  std::vector<int64_t> offset_[3];         // per axis, an interior window's start times the axis's flat unit
+};
+
 // Row 12: IndexError naming the value, its position and its window.
 template <typename I>
 void check_found(const FirstBad& bad, const Geometry& g, const Window& w, const I* ix, Planes xp) {
@@ -108,13 +179,13 @@ void check_found(const FirstBad& bad, const Geometry& g, const Window& w, const 
 // increasing o. Returns the first bad o, or kNone.
 template <typename A, typename T, typename I>
 int64_t scatter_plane(A* acc, int64_t aK, const T* go, int64_t gK, const I* ix, int64_t xK, const Geometry& g,
-                      const Window& w, const Split& split) {
+                      const TapCheck& check) {
   int64_t o = 0;
   for (int64_t od = 0; od < g.oD; ++od) {
     for (int64_t oh = 0; oh < g.oH; ++oh) {
       for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
         const int64_t v = static_cast<int64_t>(ix[o * xK]);
-        if (C10_UNLIKELY(!tap_of(v, od, oh, ow, g, w, split))) return o;
+        if (C10_UNLIKELY(!check.has(check.at(od, oh, ow), v))) return o;
         A& d = acc[v * aK];
         d = static_cast<A>(static_cast<at::opmath_type<A>>(d) + static_cast<at::opmath_type<A>>(go[o * gK]));
       }
@@ -123,7 +194,7 @@ int64_t scatter_plane(A* acc, int64_t aK, const T* go, int64_t gK, const I* ix, 
   return kNone;
 }
 
-// Channels per task of the channels_last_3d kernels: a cache line's worth.
+// Channels per block of the channels_last_3d kernels: a cache line's worth.
 template <typename T>
 constexpr int64_t kChannelBlock = std::max<int64_t>(1, 64 / sizeof(T));
 
@@ -283,6 +354,87 @@ int64_t write_plane(T* out, const T* go, int64_t gK, const I* ix, int64_t xK, co
   });
 }
 
+// channels_last_3d, channels adjacent in grad_input, grad_output and
+// indices: tasks are (n, block of channels), as few blocks as give every
+// thread a task (each a whole number of cache lines). A task adds the terms
+// in increasing o, a window's channels together: so every position gets
+// its terms in increasing o, as in the NCDHW scatter. Each D-plane of the
+// block is zero-filled just before the first pooled row (od) whose windows
+// reach it, so the terms land in cache. float16/bfloat16 with overlapping
+// windows add in a float32 block (D*H*W x the block's channels, per
+// thread), each plane rounded once as soon as no later window reaches it.
+// A bad index (TapCheck) is skipped and noted.
+template <typename T, typename I>
+void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
+                           const Window& w, FirstBad& bad) {
+  using A = at::opmath_type<T>;
+  const bool direct = std::is_same_v<A, T> || disjoint_windows(w);
+  const TapCheck check(g, w);
+  const int64_t line = kChannelBlock<T>, lines = (g.C + line - 1) / line;
+  const int64_t parts = std::min(lines, std::max<int64_t>(1, (at::get_num_threads() + g.N - 1) / g.N));
+  const int64_t cb = (lines + parts - 1) / parts * line, blocks = (g.C + cb - 1) / cb;
+  const int64_t HW = g.H * g.W, s0 = w.stride[0], p0 = w.padding[0], last_tap0 = (w.kernel[0] - 1) * w.dilation[0];
+  at::parallel_for(0, g.N * blocks, 1, [&](int64_t b, int64_t e) {
+    std::vector<A> block(direct ? 0 : g.S * cb);
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n = t / blocks, c0 = (t % blocks) * cb, nc = std::min(g.C, c0 + cb) - c0;
+      T* dst = out + n * op.sN + c0;
+      A* acc = block.data();
+      const auto zero = [&](auto* sum, int64_t sK, int64_t z0, int64_t z1) {  // planes [z0, z1)
+        if (sK == nc) {
+          cpu::zero_fill(sum + z0 * HW * nc, (z1 - z0) * HW * nc);
+        } else {
+          for (int64_t k = z0 * HW; k < z1 * HW; ++k) cpu::zero_fill(sum + k * sK, nc);
+        }
+      };
+      const auto round = [&](int64_t z0, int64_t z1) {  // planes [z0, z1) of the float32 block to dst
+        if (op.sK == nc) {
+          at::vec::convert(acc + z0 * HW * nc, dst + z0 * HW * nc, (z1 - z0) * HW * nc);
+        } else {
+          for (int64_t k = z0 * HW; k < z1 * HW; ++k) at::vec::convert(acc + k * nc, dst + k * op.sK, nc);
+        }
+      };
+      const auto scatter = [&](auto* sum, int64_t sK) {
+        int64_t first = kNone, o = 0, zeroed = 0, rounded = 0;
+        for (int64_t od = 0; od < g.oD; ++od) {
+          const int64_t reach = std::clamp<int64_t>(od * s0 - p0 + last_tap0 + 1, zeroed, g.D);
+          zero(sum, sK, zeroed, reach);
+          zeroed = reach;
+          for (int64_t oh = 0; oh < g.oH; ++oh) {
+            for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
+              const TapCheck::Taps taps = check.at(od, oh, ow);
+              const I* is = ix + n * xp.sN + o * xp.sK + c0;
+              const T* gs = go + n * gp.sN + o * gp.sK + c0;
+              for (int64_t c = 0; c < nc; ++c) {
+                const int64_t v = static_cast<int64_t>(is[c]);
+                if (C10_UNLIKELY(!check.has(taps, v))) {
+                  first = std::min(first, (n * g.C + c0 + c) * g.oS + o);
+                  continue;
+                }
+                auto& d = sum[v * sK + c];
+                d = static_cast<std::decay_t<decltype(d)>>(static_cast<A>(d) + static_cast<A>(gs[c]));
+              }
+            }
+          }
+          if (!direct) {  // the planes before the next pooled row's windows are final
+            const int64_t final_planes = std::clamp<int64_t>((od + 1) * s0 - p0, rounded, zeroed);
+            round(rounded, final_planes);
+            rounded = final_planes;
+          }
+        }
+        zero(sum, sK, zeroed, g.D);  // planes in no window
+        if (!direct) round(rounded, g.D);
+        if (C10_UNLIKELY(first != kNone)) bad.note(first);
+      };
+      if (direct) {
+        scatter(dst, op.sK);
+      } else {
+        scatter(acc, nc);
+      }
+    }
+  });
+}
+
 template <typename T, typename I>
 void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
                      const Window& w, FirstBad& bad) {
@@ -290,41 +442,6 @@ void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Pla
   // Accumulate in grad_input itself when that is exact: float32 / float64,
   // or disjoint windows (0 + one term). Else in a float32 row per plane.
   const bool direct = std::is_same_v<A, T> || disjoint_windows(w);
-  const Split split(g);
-  if (direct && channels_adjacent(op, g)) {
-    // channels_last_3d: tasks (n, block of channels) walk the pooled
-    // positions in increasing o, channels innermost (a position's terms
-    // still arrive in increasing o); a bad index is skipped and noted.
-    const int64_t cb = kChannelBlock<T>, blocks = (g.C + cb - 1) / cb;
-    at::parallel_for(0, g.N * blocks, cpu::grain_for((g.S + g.oS) * cb), [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t n = t / blocks, c0 = (t % blocks) * cb, c1 = std::min(g.C, c0 + cb);
-        T* dst = out + n * op.sN;
-        for (int64_t k = 0; k < g.S; ++k) cpu::zero_fill(dst + k * op.sK + c0, c1 - c0);
-        int64_t first = kNone;
-        int64_t o = 0;
-        for (int64_t od = 0; od < g.oD; ++od) {
-          for (int64_t oh = 0; oh < g.oH; ++oh) {
-            for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
-              const I* is = ix + n * xp.sN + o * xp.sK;
-              const T* gs = go + n * gp.sN + o * gp.sK;
-              for (int64_t c = c0; c < c1; ++c) {
-                const int64_t v = static_cast<int64_t>(is[c * xp.sC]);
-                if (C10_UNLIKELY(!tap_of(v, od, oh, ow, g, w, split))) {
-                  first = std::min(first, (n * g.C + c) * g.oS + o);
-                  continue;
-                }
-                T& d = dst[v * op.sK + c];
-                d = static_cast<T>(static_cast<A>(d) + static_cast<A>(gs[c * gp.sC]));
-              }
-            }
-          }
-        }
-        if (C10_UNLIKELY(first != kNone)) bad.note(first);
-      }
-    });
-    return;
-  }
   if (disjoint_windows(w) && op.sK == 1) {
     // NCDHW, disjoint windows: one write pass per plane (write_plane).
     const bool covered = windows_cover_self(g, w);
@@ -345,6 +462,7 @@ void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Pla
     });
     return;
   }
+  const TapCheck check(g, w);
   at::parallel_for(0, g.N * g.C, cpu::grain_for(g.S + g.oS), [&](int64_t b, int64_t e) {
     std::vector<A> row(direct ? 0 : g.S);
     for (int64_t t = b; t < e; ++t) {
@@ -359,11 +477,15 @@ void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Pla
         } else {
           for (int64_t k = 0; k < g.S; ++k) dst[k * op.sK] = T(0);
         }
-        first = scatter_plane<T>(dst, op.sK, gs, gp.sK, is, xp.sK, g, w, split);
+        first = scatter_plane<T>(dst, op.sK, gs, gp.sK, is, xp.sK, g, check);
       } else {
         std::fill(row.begin(), row.end(), A(0));
-        first = scatter_plane<A>(row.data(), 1, gs, gp.sK, is, xp.sK, g, w, split);
-        for (int64_t k = 0; k < g.S; ++k) dst[k * op.sK] = static_cast<T>(row[k]);
+        first = scatter_plane<A>(row.data(), 1, gs, gp.sK, is, xp.sK, g, check);
+        if (op.sK == 1) {
+          at::vec::convert(row.data(), dst, g.S);
+        } else {
+          for (int64_t k = 0; k < g.S; ++k) dst[k * op.sK] = static_cast<T>(row[k]);
+        }
       }
       if (C10_UNLIKELY(first != kNone)) {
         bad.note(t * g.oS + first);
@@ -623,22 +745,31 @@ void forward_into(at::Tensor& result, at::Tensor& indices, const Plan2<Params>& 
 }
 
 // grad_input: dense in the result's format, or in the other 5-D one (out=).
+// Where its channels are adjacent, grad_output and indices are read with
+// adjacent channels too (copied once if not).
 void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output_, const at::Tensor& self,
                    const at::Tensor& indices_, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef,
                    bool) {
-  const MemoryFormat fmt = p.result.format;
-  const at::Tensor grad_output = planes::flattenable(grad_output_, fmt);
-  const at::Tensor indices = planes::flattenable(indices_, fmt);
-  const Geometry g = geometry(self, grad_output);
   const Window& w = p.params.window;
+  const Geometry g = geometry(self, grad_output_);
+  const Planes op = planes_of(grad_input);
+  const bool channels_last = channels_adjacent(op, g);
+  const auto operand = [&](const at::Tensor& t) {
+    if (channels_last) {
+      return planes::flat_stride(t) >= 0 && t.stride(1) == 1 ? t : t.contiguous(MemoryFormat::ChannelsLast3d);
+    }
+    return planes::flattenable(t, p.result.format);
+  };
+  const at::Tensor grad_output = operand(grad_output_);
+  const at::Tensor indices = operand(indices_);
   FirstBad bad;
   AT_DISPATCH_INDEX_TYPES(indices.scalar_type(), "max_pool3d_with_indices_backward", [&] {
     const index_t* ix = indices.const_data_ptr<index_t>();
     const Planes xp = planes_of(indices);
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "max_pool3d_backward", [&] {
-      backward_kernel<scalar_t, index_t>(grad_input.mutable_data_ptr<scalar_t>(), planes_of(grad_input),
-                                         grad_output.const_data_ptr<scalar_t>(), planes_of(grad_output), ix, xp,
-                                         g, w, bad);
+      const auto kernel = channels_last ? scatter_channels_last<scalar_t, index_t> : backward_kernel<scalar_t, index_t>;
+      kernel(grad_input.mutable_data_ptr<scalar_t>(), op, grad_output.const_data_ptr<scalar_t>(),
+             planes_of(grad_output), ix, xp, g, w, bad);
     });
     check_found(bad, g, w, ix, xp);
   });
