@@ -136,6 +136,28 @@ def test_half_rounds_once():
     assert (got[..., :20] == 0).all() and (got[..., 21:] == 0).all()
 
 
+def test_bfloat16_differs_from_aten_only_at_three_terms():
+    """aten's CPU backward rounds after each addition; one rounding of a float32
+    sum of two bfloat16 terms is the same, of three it is not always."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.zeros(1, 1, 1, 1, 41, dtype=torch.bfloat16)
+    k, s = [1, 1, 5], [1, 1, 2]
+    _, idx = F.max_pool3d(x, k, s, return_indices=True)  # windows o over [2o, 2o + 4]
+    idx = idx.clone()
+    idx[..., 3], idx[..., 4] = 8, 8  # two terms at 8
+    idx[..., 8], idx[..., 9], idx[..., 10] = 20, 20, 20  # three terms at 20
+    differ = [0] * 41
+    for _ in range(200):
+        g = (torch.randn(idx.shape, generator=gen) * torch.randn(idx.shape, generator=gen).mul(4).exp()).bfloat16()
+        ours = ta.max_pool3d_with_indices_backward(g, x, idx, k, s)
+        aten = torch.ops.aten.max_pool3d_with_indices_backward(g, x, k, s, [0], [1], False, idx)
+        once = torch.ops.aten.max_pool3d_with_indices_backward(g.float(), x.float(), k, s, [0], [1], False, idx)
+        assert torch.equal(ours, once.bfloat16())
+        for p in range(41):
+            differ[p] += not torch.equal(ours[..., p], aten[..., p])
+    assert differ[20] > 0 and sum(differ) == differ[20]
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_is_deterministic_and_gives_the_cpu_bits():
     x = torch.randn(2, 8, 12, 12, 12)
