@@ -67,6 +67,9 @@ class Split {
         hw_(narrow_ ? static_cast<uint32_t>(g.H * g.W) : 1u),
         w_(narrow_ ? static_cast<uint32_t>(g.W) : 1u) {}
 
+  // v's D coordinate alone.
+  int64_t plane(int64_t v) const { return narrow_ ? hw_.div(static_cast<uint32_t>(v)) : v / HW_; }
+
   void operator()(int64_t v, int64_t& z, int64_t& y, int64_t& x) const {
     if (narrow_) {
       const auto a = hw_.divmod(static_cast<uint32_t>(v));
@@ -361,44 +364,65 @@ int64_t write_plane(T* out, const T* go, int64_t gK, const I* ix, int64_t xK, co
 // its terms in increasing o, as in the NCDHW scatter. Each D-plane of the
 // block is zero-filled just before the first pooled row (od) whose windows
 // reach it, so the terms land in cache. float16/bfloat16 with overlapping
-// windows add in a float32 block (D*H*W x the block's channels, per
-// thread), each plane rounded once as soon as no later window reaches it.
-// A bad index (TapCheck) is skipped and noted.
+// windows add in float32, in a ring of the D-planes the windows of one
+// pooled row can reach (a power of two of them, per thread), each plane
+// rounded into grad_input once no later window reaches it. A bad index
+// (TapCheck) is skipped and noted.
 template <typename T, typename I>
 void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
                            const Window& w, FirstBad& bad) {
   using A = at::opmath_type<T>;
   const bool direct = std::is_same_v<A, T> || disjoint_windows(w);
   const TapCheck check(g, w);
+  const Split split(g);
   const int64_t line = kChannelBlock<T>, lines = (g.C + line - 1) / line;
   const int64_t parts = std::min(lines, std::max<int64_t>(1, (at::get_num_threads() + g.N - 1) / g.N));
   const int64_t cb = (lines + parts - 1) / parts * line, blocks = (g.C + cb - 1) / cb;
   const int64_t HW = g.H * g.W, s0 = w.stride[0], p0 = w.padding[0], last_tap0 = (w.kernel[0] - 1) * w.dilation[0];
+  // The ring's planes: while a pooled row's terms are added, the planes from
+  // the first its windows reach (or the first not yet rounded, where the
+  // stride skips planes) to the last are live: at most max(last_tap0 + 1, s0).
+  const auto pow2 = [](int64_t n) { return int64_t(1) << (64 - __builtin_clzll(static_cast<uint64_t>(n - 1) | 1)); };
+  const int64_t ring = direct ? 0 : std::min(pow2(std::max(last_tap0 + 1, s0)), pow2(g.D));
   at::parallel_for(0, g.N * blocks, 1, [&](int64_t b, int64_t e) {
-    std::vector<A> block(direct ? 0 : g.S * cb);
+    std::vector<A> sums(ring * HW * cb);
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / blocks, c0 = (t % blocks) * cb, nc = std::min(g.C, c0 + cb) - c0;
       T* dst = out + n * op.sN + c0;
-      A* acc = block.data();
-      const auto zero = [&](auto* sum, int64_t sK, int64_t z0, int64_t z1) {  // planes [z0, z1)
-        if (sK == nc) {
-          cpu::zero_fill(sum + z0 * HW * nc, (z1 - z0) * HW * nc);
-        } else {
-          for (int64_t k = z0 * HW; k < z1 * HW; ++k) cpu::zero_fill(sum + k * sK, nc);
+      // Where the terms add: grad_input (plane z at in_dst(z), position v at
+      // v * op.sK), or the ring (plane z at slot z % ring, position v at
+      // ring_at(v)).
+      const auto in_dst = [&](int64_t z) { return dst + z * HW * op.sK; };
+      const auto in_ring = [&](int64_t z) { return sums.data() + (z & (ring - 1)) * HW * nc; };
+      const auto ring_at = [&](int64_t v) {
+        const int64_t z = split.plane(v);
+        return ((z & (ring - 1)) * HW + v - z * HW) * nc;
+      };
+      const auto zero = [&](auto plane, int64_t sK, int64_t z0, int64_t z1) {  // planes [z0, z1)
+        for (int64_t z = z0; z < z1; ++z) {
+          auto* p = plane(z);
+          if (sK == nc) {
+            cpu::zero_fill(p, HW * nc);
+          } else {
+            for (int64_t k = 0; k < HW; ++k) cpu::zero_fill(p + k * sK, nc);
+          }
         }
       };
-      const auto round = [&](int64_t z0, int64_t z1) {  // planes [z0, z1) of the float32 block to dst
-        if (op.sK == nc) {
-          at::vec::convert(acc + z0 * HW * nc, dst + z0 * HW * nc, (z1 - z0) * HW * nc);
-        } else {
-          for (int64_t k = z0 * HW; k < z1 * HW; ++k) at::vec::convert(acc + k * nc, dst + k * op.sK, nc);
+      const auto round = [&](int64_t z0, int64_t z1) {  // planes [z0, z1) of the ring to grad_input
+        for (int64_t z = z0; z < z1; ++z) {
+          if (op.sK == nc) {
+            at::vec::convert(in_ring(z), in_dst(z), HW * nc);
+          } else {
+            for (int64_t k = 0; k < HW; ++k) at::vec::convert(in_ring(z) + k * nc, in_dst(z) + k * op.sK, nc);
+          }
         }
       };
-      const auto scatter = [&](auto* sum, int64_t sK) {
+      const auto scatter = [&](auto plane, int64_t sK, auto at) {  // at(v): position v's offset from plane(0)
+        auto* sum = plane(0);
         int64_t first = kNone, o = 0, zeroed = 0, rounded = 0;
         for (int64_t od = 0; od < g.oD; ++od) {
           const int64_t reach = std::clamp<int64_t>(od * s0 - p0 + last_tap0 + 1, zeroed, g.D);
-          zero(sum, sK, zeroed, reach);
+          zero(plane, sK, zeroed, reach);
           zeroed = reach;
           for (int64_t oh = 0; oh < g.oH; ++oh) {
             for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
@@ -411,7 +435,7 @@ void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* i
                   first = std::min(first, (n * g.C + c0 + c) * g.oS + o);
                   continue;
                 }
-                auto& d = sum[v * sK + c];
+                auto& d = sum[at(v) + c];
                 d = static_cast<std::decay_t<decltype(d)>>(static_cast<A>(d) + static_cast<A>(gs[c]));
               }
             }
@@ -422,14 +446,14 @@ void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* i
             rounded = final_planes;
           }
         }
-        zero(sum, sK, zeroed, g.D);  // planes in no window
-        if (!direct) round(rounded, g.D);
+        if (!direct) round(rounded, zeroed);
+        zero(in_dst, op.sK, zeroed, g.D);  // planes in no window
         if (C10_UNLIKELY(first != kNone)) bad.note(first);
       };
       if (direct) {
-        scatter(dst, op.sK);
+        scatter(in_dst, op.sK, [&](int64_t v) { return v * op.sK; });
       } else {
-        scatter(acc, nc);
+        scatter(in_ring, nc, ring_at);
       }
     }
   });
