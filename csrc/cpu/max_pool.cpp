@@ -147,6 +147,8 @@ class TapCheck {
     }
   }
 
+  const Split& split() const { return split_; }
+
   Taps at(int64_t od, int64_t oh, int64_t ow) const {
     return {od, oh, ow, offset_[0][od] + offset_[1][oh] + offset_[2][ow],
             static_cast<bool>(inner_[0][od] & inner_[1][oh] & inner_[2][ow])};
@@ -178,10 +180,18 @@ void check_found(const FirstBad& bad, const Geometry& g, const Window& w, const 
   fail_not_in_window(ix[n * xp.sN + c * xp.sC + o * xp.sK], n, c, o, g.five, g.S, g.oH, g.oW, w);
 }
 
-// One plane: acc (S elements, stride aK) += grad_output's terms in
+// Whether the backward adds its terms in grad_input itself, which is exact
+// for float32 / float64, and for disjoint windows (0 + one term). Else they
+// add in float32, rounded once.
+template <typename T>
+inline bool adds_in_place(const Window& w) {
+  return std::is_same_v<at::opmath_type<T>, T> || disjoint_windows(w);
+}
+
+// One plane: acc (S dense elements) += grad_output's terms in
 // increasing o. Returns the first bad o, or kNone.
 template <typename A, typename T, typename I>
-int64_t scatter_plane(A* acc, int64_t aK, const T* go, int64_t gK, const I* ix, int64_t xK, const Geometry& g,
+int64_t scatter_plane(A* acc, const T* go, int64_t gK, const I* ix, int64_t xK, const Geometry& g,
                       const TapCheck& check) {
   int64_t o = 0;
   for (int64_t od = 0; od < g.oD; ++od) {
@@ -189,7 +199,7 @@ int64_t scatter_plane(A* acc, int64_t aK, const T* go, int64_t gK, const I* ix, 
       for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
         const int64_t v = static_cast<int64_t>(ix[o * xK]);
         if (C10_UNLIKELY(!check.has(check.at(od, oh, ow), v))) return o;
-        A& d = acc[v * aK];
+        A& d = acc[v];
         d = static_cast<A>(static_cast<at::opmath_type<A>>(d) + static_cast<at::opmath_type<A>>(go[o * gK]));
       }
     }
@@ -372,9 +382,9 @@ template <typename T, typename I>
 void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
                            const Window& w, FirstBad& bad) {
   using A = at::opmath_type<T>;
-  const bool direct = std::is_same_v<A, T> || disjoint_windows(w);
+  const bool direct = adds_in_place<T>(w);
   const TapCheck check(g, w);
-  const Split split(g);
+  const Split& split = check.split();
   const int64_t line = kChannelBlock<T>, lines = (g.C + line - 1) / line;
   const int64_t parts = std::min(lines, std::max<int64_t>(1, (at::get_num_threads() + g.N - 1) / g.N));
   const int64_t cb = (lines + parts - 1) / parts * line, blocks = (g.C + cb - 1) / cb;
@@ -463,11 +473,10 @@ template <typename T, typename I>
 void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
                      const Window& w, FirstBad& bad) {
   using A = at::opmath_type<T>;
-  // Accumulate in grad_input itself when that is exact: float32 / float64,
-  // or disjoint windows (0 + one term). Else in a float32 row per plane.
-  const bool direct = std::is_same_v<A, T> || disjoint_windows(w);
-  if (disjoint_windows(w) && op.sK == 1) {
-    // NCDHW, disjoint windows: one write pass per plane (write_plane).
+  // (grad_input is dense: channels_last_3d with C > 1 is scatter_channels_last's)
+  TORCH_INTERNAL_ASSERT(op.sK == 1);
+  if (disjoint_windows(w)) {
+    // Disjoint windows: one write pass per plane (write_plane).
     const bool covered = windows_cover_self(g, w);
     at::parallel_for(0, g.N * g.C, cpu::grain_for(g.S + g.oS), [&](int64_t b, int64_t e) {
       std::vector<int32_t> hits(g.oW);
@@ -486,6 +495,7 @@ void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Pla
     });
     return;
   }
+  const bool direct = adds_in_place<T>(w);
   const TapCheck check(g, w);
   at::parallel_for(0, g.N * g.C, cpu::grain_for(g.S + g.oS), [&](int64_t b, int64_t e) {
     std::vector<A> row(direct ? 0 : g.S);
@@ -496,20 +506,12 @@ void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Pla
       const I* is = ix + n * xp.sN + c * xp.sC;
       int64_t first = kNone;
       if (direct) {
-        if (op.sK == 1) {
-          cpu::zero_fill(dst, g.S);
-        } else {
-          for (int64_t k = 0; k < g.S; ++k) dst[k * op.sK] = T(0);
-        }
-        first = scatter_plane<T>(dst, op.sK, gs, gp.sK, is, xp.sK, g, check);
+        cpu::zero_fill(dst, g.S);
+        first = scatter_plane<T>(dst, gs, gp.sK, is, xp.sK, g, check);
       } else {
         std::fill(row.begin(), row.end(), A(0));
-        first = scatter_plane<A>(row.data(), 1, gs, gp.sK, is, xp.sK, g, check);
-        if (op.sK == 1) {
-          at::vec::convert(row.data(), dst, g.S);
-        } else {
-          for (int64_t k = 0; k < g.S; ++k) dst[k * op.sK] = static_cast<T>(row[k]);
-        }
+        first = scatter_plane<A>(row.data(), gs, gp.sK, is, xp.sK, g, check);
+        at::vec::convert(row.data(), dst, g.S);
       }
       if (C10_UNLIKELY(first != kNone)) {
         bad.note(t * g.oS + first);
