@@ -3,7 +3,7 @@
 #pragma once
 
 #include "cpu/upsample/row_fold.h"
-#include "cpu/upsample/vec.h"
+#include "cpu/lanes.h"
 
 namespace torch_aclnn::upsample {
 namespace {  // included by cpu/upsample.cpp only
@@ -26,28 +26,28 @@ void fold_by_2(scalar_t* __restrict dst, const Window2<scalar_t>& win, int64_t i
     for (int64_t d = win.d0; d < win.d1; ++d) {
       for (int64_t h = win.h0; h < win.h1; ++h) {
         const scalar_t* row = win.row(d, h) + 2 * k;  // 4K elements
-        const auto [even0, odd0] = load_even_odd(row);
-        const auto [even1, odd1] = load_even_odd(row + 2 * K);
+        const auto [even0, odd0] = cpu::load_even_odd(row);
+        const auto [even1, odd1] = cpu::load_even_odd(row + 2 * K);
         a0 = a0 + even0;
         a0 = a0 + odd0;
         a1 = a1 + even1;
         a1 = a1 + odd1;
       }
     }
-    store_pair(dst + k, a0, a1, stream);
+    cpu::store_pair(dst + k, a0, a1, stream);
   }
   for (; k < iW; k += K) {  // the last < 2K: K at a time, partial loads and stores
     const int64_t n = std::min(K, iW - k);
     aVec a(acc_t(0));
     for (int64_t d = win.d0; d < win.d1; ++d) {
       for (int64_t h = win.h0; h < win.h1; ++h) {
-        const auto [x0, x1] = load_pair(win.row(d, h) + 2 * k, 2 * n);
+        const auto [x0, x1] = cpu::load_pair(win.row(d, h) + 2 * k, 2 * n);
         const auto [even, odd] = at::vec::deinterleave2(x0, x1);
         a = a + even;
         a = a + odd;
       }
     }
-    store_pair(dst + k, a, a, n);
+    cpu::store_pair(dst + k, a, a, n);
   }
 }
 

@@ -4,7 +4,7 @@
 
 #include "cpu/upsample/halved_rows.h"
 #include "cpu/upsample/row_fold.h"
-#include "cpu/upsample/vec.h"
+#include "cpu/lanes.h"
 
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
@@ -91,7 +91,7 @@ struct GenericFold {
         if constexpr (kAccInPlace) {
           fold_row(acc, row, fold, iW, oW);
         } else {
-          widen_row(row, wide.data(), oW);
+          cpu::widen_row(row, wide.data(), oW);
           fold_row(acc, wide.data(), fold, iW, oW);
         }
       }

@@ -4,7 +4,7 @@
 // (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
-#include "cpu/upsample/vec.h"
+#include "cpu/lanes.h"
 #include "cpu/upsample/windows.h"
 
 #include <ATen/Parallel.h>
@@ -35,11 +35,11 @@ void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64
   for (int64_t k = 0; k < oW; k += line) __builtin_prefetch(row + kAhead * oW + k);
   int64_t k = 0;
   for (; k + 4 * K <= iW; k += 4 * K) {  // 2K source elements
-    const auto [x0, x1] = load_pair(row + k / 2);
+    const auto [x0, x1] = cpu::load_pair(row + k / 2);
     const auto [a0, b0] = spread(x0);
     const auto [a1, b1] = spread(x1);
-    store_pair(dst + k, a0, b0);
-    store_pair(dst + k + 2 * K, a1, b1);
+    cpu::store_pair(dst + k, a0, b0);
+    cpu::store_pair(dst + k + 2 * K, a1, b1);
   }
   for (; k < iW; ++k) {
     dst[k] = k % 2 == phase ? static_cast<scalar_t>(acc_t(0) + static_cast<acc_t>(row[k / 2])) : scalar_t(0);

@@ -2,7 +2,7 @@
 // (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
-#include "cpu/upsample/vec.h"
+#include "cpu/lanes.h"
 #include "cpu/upsample/windows.h"
 
 #include <ATen/Parallel.h>
@@ -65,11 +65,11 @@ void pixel_vector_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Wind
             const int64_t w1 = ww.hi[k];
             int64_t w = ww.lo[k];
             for (; w + 2 <= w1; w += 2) {  // two pixels (one 64-byte load for half/bfloat16), in w order
-              const auto [x0, x1] = load_pair(row + w * C);
+              const auto [x0, x1] = cpu::load_pair(row + w * C);
               v = v + x0;
               v = v + x1;
             }
-            if (w < w1) v = v + widen(row + w * C);
+            if (w < w1) v = v + cpu::widen(row + w * C);
             v.store(acc + k * C);
           }
         }
@@ -77,7 +77,7 @@ void pixel_vector_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Wind
       if (stream) {  // pixel pairs (whole lines: the row starts on a 64-byte boundary), then an odd last pixel
         int64_t k = 0;
         for (; k + 2 * C <= iW * C; k += 2 * C) {
-          store_pair(out_row + k, aVec::loadu(acc + k), aVec::loadu(acc + k + C), true);
+          cpu::store_pair(out_row + k, aVec::loadu(acc + k), aVec::loadu(acc + k + C), true);
         }
         at::vec::convert(acc + k, out_row + k, iW * C - k);
       } else if constexpr (!kAccInPlace) {

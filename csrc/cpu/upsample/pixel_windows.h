@@ -2,7 +2,7 @@
 // (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
 #pragma once
 
-#include "cpu/upsample/vec.h"
+#include "cpu/lanes.h"
 #include "cpu/upsample/windows.h"
 
 #include <ATen/OpMathType.h>
@@ -64,11 +64,11 @@ void pixel_windows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows&
           aVec v0(acc_t(0)), v1(acc_t(0));
           if constexpr (kReduced) {
             each_pixel([&](const scalar_t* px) {
-              const auto [x0, x1] = load_pair(px + c);
+              const auto [x0, x1] = cpu::load_pair(px + c);
               v0 = v0 + x0;
               v1 = v1 + x1;
             });
-            store_pair(dst + c, v0, v1);
+            cpu::store_pair(dst + c, v0, v1);
           } else {
             each_pixel([&](const scalar_t* px) { v0 = v0 + aVec::loadu(px + c); });
             v0.store(dst + c);
@@ -77,7 +77,7 @@ void pixel_windows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows&
         if constexpr (kReduced) {
           if (c + K <= C) {  // half a vector of channels (masked load and store)
             aVec v0(acc_t(0));
-            each_pixel([&](const scalar_t* px) { v0 = v0 + widen(px + c); });
+            each_pixel([&](const scalar_t* px) { v0 = v0 + cpu::widen(px + c); });
             at::vec::convert_from_float<scalar_t>(v0, aVec(acc_t(0))).store(dst + c, K);
             c += K;
           }

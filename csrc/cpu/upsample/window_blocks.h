@@ -3,7 +3,7 @@
 #pragma once
 
 #include "cpu/upsample/row_fold.h"
-#include "cpu/upsample/vec.h"
+#include "cpu/lanes.h"
 
 namespace torch_aclnn::upsample {
 namespace {  // included by cpu/upsample.cpp only

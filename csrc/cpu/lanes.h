@@ -1,9 +1,9 @@
-// Lane helpers of the backward paths: widening loads of half/bfloat16 into
-// opmath vectors and rounding stores back, in pairs and partial.
-// (csrc/cpu/upsample.cpp includes it and picks the path: pick_backward_path.)
+// Lane helpers of the CPU kernels (at::vec, per instruction set): widening
+// loads of half/bfloat16 into opmath vectors and rounding stores back, in
+// pairs, partial, and split into even and odd elements. The upsample
+// backwards and the max_pool3d forward use them.
 #pragma once
 
-#include "contracts/upsample.h"
 #include "cpu/cpu_utils.h"
 #include "cpu/elementwise.h"
 
@@ -18,8 +18,8 @@
 #endif
 #include <type_traits>
 
-namespace torch_aclnn::upsample {
-namespace {  // included by cpu/upsample.cpp only
+namespace torch_aclnn::cpu {
+namespace {  // (each kernel file its own copy, per instruction set)
 
 // Widens a half/bfloat16 row to float32 (vectorised).
 template <typename scalar_t>
@@ -67,10 +67,10 @@ C10_ALWAYS_INLINE auto load_pair(const scalar_t* p) {
 template <typename scalar_t, typename aVec>
 C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi, bool stream = false) {
   if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
-    cpu::store_vector(at::vec::convert_from_float<scalar_t>(lo, hi), p, stream);
+    store_vector(at::vec::convert_from_float<scalar_t>(lo, hi), p, stream);
   } else {
-    cpu::store_vector(lo, p, stream);
-    cpu::store_vector(hi, p + aVec::size(), stream);
+    store_vector(lo, p, stream);
+    store_vector(hi, p + aVec::size(), stream);
   }
 }
 
@@ -130,4 +130,4 @@ C10_ALWAYS_INLINE auto load_even_odd(const scalar_t* p) {
 }
 
 }  // namespace
-}  // namespace torch_aclnn::upsample
+}  // namespace torch_aclnn::cpu
