@@ -218,11 +218,17 @@ def test_forward_matches_torch_and_differentiates():
         assert torch.equal(ta.max_pool3d(x, *args), want_v)
 
 
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous().view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
 def test_forward_window_rule_on_every_path():
     """The CPU forward's paths (rows of NCDHW planes with stride 1, 2 or
     another, channels_last_3d with whole vectors of channels and a tail,
-    strided planes, 4-D) give aten's NCDHW values
-    and indices for random windows over data with ties, NaN and -inf. aten's
+    strided planes, 4-D; rows of whole vectors of windows and a tail) give
+    aten's NCDHW values and indices for random windows over data with ties,
+    NaN and -inf, and each value is the element its index names, bit for bit
+    (NaN payloads, which aten's float16/bfloat16 results do not keep). aten's
     own channels_last_3d CPU kernel is not the reference: for a window whose
     taps are all -inf it returns an index without the window's depth offset
     (outside the window); docs/spec.md §9."""
@@ -237,12 +243,18 @@ def test_forward_window_rule_on_every_path():
         s = [pick(1, 3) for _ in range(3)]
         d = [(1, 1, 2)[pick(0, 2)] for _ in range(3)]
         p = [pick(0, kk // 2) for kk in k]
-        size = [pick(1, 9) for _ in range(3)]
+        size = [pick(1, 9), pick(1, 9), pick(1, 9) if trial % 2 else pick(30, 80)]
         dtype = (torch.float32, torch.float64, torch.bfloat16, torch.float16)[(trial + trial // 4) % 4]
         channels = pick(1, 5) if pick(0, 1) else pick(16, 40)  # a vector of channels or more, and a tail
         x = torch.randint(-3, 3, (pick(1, 2), channels, *size), generator=gen).to(dtype)
         special = torch.rand(x.shape, generator=gen)
         x[special < 0.15] = float("nan") if trial % 3 == 0 else x[special < 0.15]
+        if trial % 3 == 0:  # NaNs with distinct payloads and signs
+            bits = x.view(torch.int16 if x.element_size() == 2 else torch.int32 if x.element_size() == 4 else
+                          torch.int64)
+            bits[x.isnan()] ^= torch.randint(1, 64, (int(x.isnan().sum()),), generator=gen).to(bits.dtype)
+            bits[(special < 0.05) & x.isnan()] |= torch.tensor(-1, dtype=bits.dtype).bitwise_left_shift(
+                8 * x.element_size() - 1)
         x[special > 0.6] = float("-inf") if trial % 3 == 1 else x[special > 0.6]
         ceil = trial % 5 == 0
         try:
@@ -259,11 +271,33 @@ def test_forward_window_rule_on_every_path():
             v, i = (want_v[0], want_i[0]) if layout == "4d" else (want_v, want_i)
             assert torch.equal(got_i, i), (k, s, p, d, size, dtype, layout)
             assert torch.equal(got_v.isnan(), v.isnan()) and torch.equal(got_v.nan_to_num(), v.nan_to_num())
+            planes = x[:1] if layout == "4d" else x
+            # (gathered as integers: torch's gather of bfloat16 NaNs does not keep their bits)
+            named = _bits(planes.flatten(2)).gather(2, i.reshape(*planes.shape[:2], -1)).reshape(v.shape)
+            assert torch.equal(_bits(got_v), named), (k, s, p, d, size, dtype, layout)
             compared += 1
     assert compared > 600
     x = torch.full((1, 2, 3, 1, 9), float("-inf")).contiguous(memory_format=torch.channels_last_3d)
     assert ops.max_pool3d_with_indices(x, [2, 4, 3], [2, 2, 3], [0, 2, 0], [1], True)[1][0, 0, 1, 0].tolist() == \
         [18, 21, 24]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+def test_forward_rows_of_whole_vectors_end_at_the_last_element(dtype):
+    """NCDHW rows whose windows fill whole vectors (16 or 32 pooled
+    positions, stride 1 and 2) and rows one tap short of them, in tensors
+    that end at the row's last element: the vector loads read no element past
+    the last tap (the asan build checks), and the results are aten's."""
+    for w_size in (31, 32, 33, 63, 64, 65):
+        for kernel, stride, padding in ((2, 2, 0), (3, 2, 1), (1, 1, 0), (2, 1, 0), (3, 1, 1)):
+            x = torch.randn(1, 1, 2, 2, w_size).to(dtype)
+            x[..., -1] = float("nan") if w_size % 2 else float("inf")  # the last element wins where it is read
+            window = ([1, 1, kernel], [1, 1, stride], [0, 0, padding], [1], False)
+            got = ops.max_pool3d_with_indices(x, *window)
+            want = torch.ops.aten.max_pool3d_with_indices(x, *window)
+            assert torch.equal(got[1], want[1]), (w_size, kernel, stride)
+            assert torch.equal(_bits(got[0]), _bits(want[0])) or dtype in (torch.float16, torch.bfloat16)
+            assert torch.equal(got[0].nan_to_num(), want[0].nan_to_num())
 
 
 def test_backward_paths_match_aten_and_find_the_first_bad_index():

@@ -6,7 +6,8 @@
 // value written is that element itself (so a NaN keeps its payload on every
 // device). float16/bfloat16 compare in float32 (exact). The rule is applied
 // to many windows at once, branch-free (fold_tap): NCDHW planes row by row
-// (one tap of every window of a pooled row, vectorised over the row), and
+// (one tap of every window of a pooled row, vectorised over the row: in
+// at::vec vectors where W's stride is 1 or 2, fold_tap_vectors), and
 // channels_last_3d over the channels; other strided planes per window.
 //
 // max_pool3d_with_indices_backward: grad_input = zeros(self's shape);
@@ -32,6 +33,7 @@
 #include "contracts/max_pool.h"
 #include "common/planes.h"
 #include "cpu/cpu_utils.h"
+#include "cpu/lanes.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -539,6 +541,47 @@ inline void fold_tap(const T* __restrict src, int64_t stride, int64_t n, J base,
   }
 }
 
+// fold_tap in at::vec vectors of windows, for float32 compare and int32
+// positions (J): kStride 1, adjacent taps; kStride 2, every other element,
+// the even lanes of 2K adjacent ones (cpu::load_even_odd). The last vector
+// may be partial; no element past the last tap is read, nor any best or
+// where past the n-th.
+template <int kStride, typename T>
+inline void fold_tap_vectors(const T* __restrict src, int64_t n, int32_t base, int32_t step, float* __restrict best,
+                             int32_t* __restrict where) {
+  static_assert(kStride == 1 || kStride == 2);
+  using Vec = at::vec::Vectorized<float>;
+  using IVec = at::vec::Vectorized<int32_t>;
+  constexpr int64_t K = Vec::size();
+  static_assert(IVec::size() == K);
+  const IVec lanes = IVec::arange(0, step);  // (lane l's position, from the vector's first)
+  for (int64_t i = 0; i < n; i += K) {
+    const int64_t m = std::min(K, n - i);  // windows in this vector
+    const T* x = src + kStride * i;
+    Vec v;
+    if (kStride == 1 && m == K) {
+      v = cpu::widen(x);
+    } else if (kStride == 2 && i + K < n) {  // (its last odd element is before the next vector's first tap)
+      v = std::get<0>(cpu::load_even_odd(x));
+    } else {
+      const auto [x0, x1] = cpu::load_pair(x, kStride * m - (kStride - 1));
+      v = kStride == 1 ? x0 : std::get<0>(at::vec::deinterleave2(x0, x1));
+    }
+    const Vec b = m == K ? Vec::loadu(best + i) : Vec::loadu(best + i, m);
+    const IVec a = m == K ? IVec::loadu(where + i) : IVec::loadu(where + i, m);
+    const Vec take = (v > b) | (v != v);
+    const Vec b2 = Vec::blendv(b, v, take);
+    const IVec a2 = IVec::blendv(a, IVec(base + static_cast<int32_t>(i) * step) + lanes, at::vec::cast<int32_t>(take));
+    if (m == K) {
+      b2.store(best + i);
+      a2.store(where + i);
+    } else {
+      b2.store(best + i, m);
+      a2.store(where + i, m);
+    }
+  }
+}
+
 // Writes n results and their positions (stride ok): the winning element
 // itself, so its bits (NaN payloads too): best holds it where the compute
 // type is the element type, else it is read again from self (position
@@ -589,7 +632,12 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
           const int64_t b = last < 0 ? 0 : std::min(g.oW, last / s[2] + 1);
           if (a >= b) continue;
           const int64_t pos = row + a * s[2] + shift;
-          fold_tap<kStride>(xs + pos, s[2], b - a, static_cast<J>(pos), static_cast<J>(s[2]), best + a, where + a);
+          if constexpr (kStride != 0 && std::is_same_v<at::opmath_type<T>, float> && std::is_same_v<J, int32_t>) {
+            fold_tap_vectors<kStride>(xs + pos, b - a, static_cast<J>(pos), static_cast<J>(s[2]), best + a,
+                                      where + a);
+          } else {
+            fold_tap<kStride>(xs + pos, s[2], b - a, static_cast<J>(pos), static_cast<J>(s[2]), best + a, where + a);
+          }
         }
       }
     }
