@@ -303,7 +303,8 @@ def test_forward_rows_of_whole_vectors_end_at_the_last_element(dtype):
 def test_backward_paths_match_aten_and_find_the_first_bad_index():
     """The CPU backward's paths (the write pass of disjoint windows, packed or
     not, with clamped windows at the edges; the scatter of overlapping ones;
-    channels_last_3d; strided grad_output and indices) give aten's result for
+    channels_last_3d, both passes, with vectors of channels and a tail;
+    strided grad_output and indices) give aten's result for
     random windows: float32/float64 bitwise, float16/bfloat16 as aten's
     float32 result rounded once. A bad index planted at a random pooled
     position is the one reported, also behind a later one."""
@@ -322,7 +323,8 @@ def test_backward_paths_match_aten_and_find_the_first_bad_index():
         p = [pick(0, kk // 2) for kk in k]
         size = [pick(2, 9) for _ in range(3)]
         dtype = (torch.float32, torch.float64, torch.bfloat16, torch.float16)[(trial + trial // 4) % 4]
-        x = torch.randn(pick(1, 2), pick(1, 3), *size, generator=gen, dtype=torch.float64)
+        channels = pick(1, 3) if trial % 8 < 4 else pick(16, 40)  # (vectors of channels and a tail)
+        x = torch.randn(pick(1, 2), channels, *size, generator=gen, dtype=torch.float64)
         w = (k, s, p, d, trial % 5 == 0)
         try:
             _, idx = ops.max_pool3d_with_indices(x, *w)

@@ -21,8 +21,9 @@
 // position is in two windows and the planes are dense, a plane is written in
 // one pass (write_plane): each window's taps get its term or 0, which is the
 // same result without the zero-fill; else a scatter (scatter_plane).
-// channels_last_3d: tasks are (n, block of channels), a window's channels
-// scattered together (scatter_channels_last).
+// channels_last_3d: disjoint windows in one write pass over the channels
+// (write_channels_last), else tasks are (n, block of channels), a window's
+// channels scattered together (scatter_channels_last).
 //
 // A tensor of shape (N, [C,] D, H, W) is seen as N x C planes
 // (common/planes.h); grad_output and indices whose D, H, W axes do not
@@ -265,6 +266,34 @@ int64_t for_each_pooled_row(const Geometry& g, const Window& w, Fn fn) {
   return kNone;
 }
 
+// The windows of the channels_last_3d kernels: tasks are pooled rows (n, od,
+// oh); fn(n, o, first, taps) for each pooled position o of tasks [b, e),
+// where taps(tap) calls tap(pos) for the window's taps inside self in
+// increasing (d, h, w) (window_max's order), the first at position first.
+template <typename Fn>
+void for_each_channels_last_window(int64_t b, int64_t e, const Geometry& g, const Window& w, Fn fn) {
+  for (int64_t t = b; t < e; ++t) {
+    const int64_t n = t / (g.oD * g.oH);
+    // (the row's fields in locals: the taps below are called once per vector of channels)
+    const PooledRow r = PooledRow::at((t / g.oH) % g.oD, t % g.oH, g, w);
+    const int64_t o0 = r.o, lo0 = r.lo0, hi0 = r.hi0, lo1 = r.lo1, hi1 = r.hi1;
+    for (int64_t ow = 0; ow < g.oW; ++ow) {
+      int64_t lo2, hi2;
+      const int64_t x0 = ow * w.stride[2] - w.padding[2], d2 = w.dilation[2];
+      tap_range<int64_t>(x0, g.W, w.kernel[2], d2, lo2, hi2);
+      const auto taps = [&](auto&& tap) {
+        for (int64_t i = lo0; i < hi0; ++i) {
+          for (int64_t j = lo1; j < hi1; ++j) {
+            const int64_t row = r.input_row(i, j, g, w) + x0;
+            for (int64_t l = lo2; l < hi2; ++l) tap(row + l * d2);
+          }
+        }
+      };
+      fn(n, o0 + ow, r.input_row(lo0, lo1, g, w) + x0 + lo2 * d2, taps);
+    }
+  }
+}
+
 // v where keep, else +0 (all bits clear, in every floating type): a mask,
 // not a branch.
 template <typename T>
@@ -471,6 +500,53 @@ void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* i
   });
 }
 
+// channels_last_3d with disjoint windows: write_plane's single write pass,
+// over the channels. Tasks are pooled rows (n, od, oh); every tap inside self
+// of every window gets, channel by channel, the window's term where the
+// channel's index names the tap, else 0. Each index that names no tap of its
+// own window is noted (row 12). Positions in no window are zero-filled first.
+template <typename T, typename I>
+void write_channels_last(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
+                         const Window& w, FirstBad& bad) {
+  using A = at::opmath_type<T>;
+  TORCH_INTERNAL_ASSERT(op.sK == g.C && gp.sC == 1 && xp.sC == 1);  // (dense channels_last_3d grad_input)
+  if (!windows_cover_self(g, w)) {
+    at::parallel_for(0, g.N, 1, [&](int64_t b, int64_t e) {
+      for (int64_t n = b; n < e; ++n) cpu::zero_fill(out + n * op.sN, g.S * g.C);
+    });
+  }
+  const int64_t window_taps = w.kernel[0] * w.kernel[1] * w.kernel[2];
+  at::parallel_for(0, g.N * g.oD * g.oH, cpu::grain_for(g.oW * g.C * window_taps), [&](int64_t b, int64_t e) {
+    std::vector<T> terms(g.C);
+    std::vector<int32_t> hits(g.C);
+    for_each_channels_last_window(b, e, g, w, [&](int64_t n, int64_t o, int64_t, const auto& taps) {
+      const T* gs = go + n * gp.sN + o * gp.sK;
+      const I* is = ix + n * xp.sN + o * xp.sK;
+      for (int64_t c = 0; c < g.C; ++c) {  // 0 + the term, as the scatter adds it: -0 gives +0
+        terms[c] = static_cast<T>(A(0) + static_cast<A>(gs[c]));
+        hits[c] = 0;
+      }
+      taps([&](int64_t pos) {
+        T* __restrict dst = out + n * op.sN + pos * op.sK;
+        const T* __restrict term = terms.data();
+        int32_t* __restrict hit = hits.data();
+        for (int64_t c = 0; c < g.C; ++c) {
+          const bool mine = static_cast<int64_t>(is[c]) == pos;
+          dst[c] = keep_if(mine, term[c]);
+          hit[c] += mine;
+        }
+      });
+      int32_t miss = 0;
+      for (int64_t c = 0; c < g.C; ++c) miss |= hits[c] ^ 1;
+      if (C10_UNLIKELY(miss != 0)) {
+        for (int64_t c = 0; c < g.C; ++c) {
+          if (hits[c] != 1) bad.note((n * g.C + c) * g.oS + o);
+        }
+      }
+    });
+  });
+}
+
 template <typename T, typename I>
 void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
                      const Window& w, FirstBad& bad) {
@@ -654,34 +730,6 @@ inline bool positions_fit(const Geometry& g) {
   return g.S <= std::numeric_limits<J>::max();
 }
 
-// The windows of the channels_last_3d forward: tasks are pooled rows (n, od,
-// oh); fn(n, o, first, taps) for each pooled position o of tasks [b, e),
-// where taps(tap) calls tap(pos) for the window's taps inside self in
-// increasing (d, h, w) (window_max's order), the first at position first.
-template <typename Fn>
-void for_each_channels_last_window(int64_t b, int64_t e, const Geometry& g, const Window& w, Fn fn) {
-  for (int64_t t = b; t < e; ++t) {
-    const int64_t n = t / (g.oD * g.oH);
-    // (the row's fields in locals: the taps below are called once per vector of channels)
-    const PooledRow r = PooledRow::at((t / g.oH) % g.oD, t % g.oH, g, w);
-    const int64_t o0 = r.o, lo0 = r.lo0, hi0 = r.hi0, lo1 = r.lo1, hi1 = r.hi1;
-    for (int64_t ow = 0; ow < g.oW; ++ow) {
-      int64_t lo2, hi2;
-      const int64_t x0 = ow * w.stride[2] - w.padding[2], d2 = w.dilation[2];
-      tap_range<int64_t>(x0, g.W, w.kernel[2], d2, lo2, hi2);
-      const auto taps = [&](auto&& tap) {
-        for (int64_t i = lo0; i < hi0; ++i) {
-          for (int64_t j = lo1; j < hi1; ++j) {
-            const int64_t row = r.input_row(i, j, g, w) + x0;
-            for (int64_t l = lo2; l < hi2; ++l) tap(row + l * d2);
-          }
-        }
-      };
-      fn(n, o0 + ow, r.input_row(lo0, lo1, g, w) + x0 + lo2 * d2, taps);
-    }
-  }
-}
-
 // The channels_last_3d forward in float32 with int32 positions: per pooled
 // position and vector of channels, the window's taps folded in registers by
 // window_max's rule (taken where greater or NaN; from -inf at the first
@@ -841,7 +889,9 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
     const index_t* ix = indices.const_data_ptr<index_t>();
     const Planes xp = planes_of(indices);
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "max_pool3d_backward", [&] {
-      const auto kernel = channels_last ? scatter_channels_last<scalar_t, index_t> : backward_kernel<scalar_t, index_t>;
+      const auto kernel = !channels_last          ? backward_kernel<scalar_t, index_t>
+                          : disjoint_windows(w) ? write_channels_last<scalar_t, index_t>
+                                                : scatter_channels_last<scalar_t, index_t>;
       kernel(grad_input.mutable_data_ptr<scalar_t>(), op, grad_output.const_data_ptr<scalar_t>(),
              planes_of(grad_output), ix, xp, g, w, bad);
     });
