@@ -618,19 +618,19 @@ inline void fold_tap(const T* __restrict src, int64_t stride, int64_t n, J base,
 }
 
 // fold_tap in at::vec vectors of windows, for float32 compare and int32
-// positions (J): kStride 1, adjacent taps; kStride 2, every other element,
-// the even lanes of 2K adjacent ones (cpu::load_even_odd). The last vector
-// may be partial; no element past the last tap is read, nor any best or
-// where past the n-th.
+// positions (J), the taps kStride apart (the windows' stride): kStride 1,
+// adjacent taps; kStride 2, every other element, the even lanes of 2K
+// adjacent ones (cpu::load_even_odd). The last vector may be partial; no
+// element past the last tap is read, nor any best or where past the n-th.
 template <int kStride, typename T>
-inline void fold_tap_vectors(const T* __restrict src, int64_t n, int32_t base, int32_t step, float* __restrict best,
+inline void fold_tap_vectors(const T* __restrict src, int64_t n, int32_t base, float* __restrict best,
                              int32_t* __restrict where) {
   static_assert(kStride == 1 || kStride == 2);
   using Vec = at::vec::Vectorized<float>;
   using IVec = at::vec::Vectorized<int32_t>;
   constexpr int64_t K = Vec::size();
   static_assert(IVec::size() == K);
-  const IVec lanes = IVec::arange(0, step);  // (lane l's position, from the vector's first)
+  const IVec lanes = IVec::arange(0, kStride);  // (lane l's position, from the vector's first: constants)
   for (int64_t i = 0; i < n; i += K) {
     const int64_t m = std::min(K, n - i);  // windows in this vector
     const T* x = src + kStride * i;
@@ -647,7 +647,7 @@ inline void fold_tap_vectors(const T* __restrict src, int64_t n, int32_t base, i
     const IVec a = m == K ? IVec::loadu(where + i) : IVec::loadu(where + i, m);
     const Vec take = (v > b) | (v != v);
     const Vec b2 = Vec::blendv(b, v, take);
-    const IVec a2 = IVec::blendv(a, IVec(base + static_cast<int32_t>(i) * step) + lanes, at::vec::cast<int32_t>(take));
+    const IVec a2 = IVec::blendv(a, IVec(base + static_cast<int32_t>(i) * kStride) + lanes, at::vec::cast<int32_t>(take));
     if (m == K) {
       b2.store(best + i);
       a2.store(where + i);
@@ -709,8 +709,7 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
           if (a >= b) continue;
           const int64_t pos = row + a * s[2] + shift;
           if constexpr (kStride != 0 && std::is_same_v<at::opmath_type<T>, float> && std::is_same_v<J, int32_t>) {
-            fold_tap_vectors<kStride>(xs + pos, b - a, static_cast<J>(pos), static_cast<J>(s[2]), best + a,
-                                      where + a);
+            fold_tap_vectors<kStride>(xs + pos, b - a, static_cast<J>(pos), best + a, where + a);
           } else {
             fold_tap<kStride>(xs + pos, s[2], b - a, static_cast<J>(pos), static_cast<J>(s[2]), best + a, where + a);
           }
