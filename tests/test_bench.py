@@ -245,6 +245,23 @@ def test_entry_cost_script_runs():
         assert routes == ["elu:", "interpolate:", "smooth_l1_loss:", "max_unpool3d:"], out.stdout
 
 
+def test_max_pool_shapes_script_runs():
+    """benchmarks/max_pool_shapes.py (max_pool3d forward and backward at a model's shapes) runs and times every
+    shape on both sides."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "max_pool_shapes.py"
+    if not script.exists():
+        pytest.skip("benchmarks/ is not beside the tests (an installed package)")
+    out = subprocess.run([sys.executable, str(script), "--rounds", "1", "--min-run-time", "0.01"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line for line in out.stdout.splitlines() if "forward+backward" in line]
+    assert len(rows) == 4 and all(float(row.split()[-1]) > 0 for row in rows), out.stdout
+
+
 def test_huge_pages_script_runs():
     """benchmarks/huge_pages.py (the huge-page advice in a loop and on a fresh output) runs and reports both parts."""
     import subprocess
