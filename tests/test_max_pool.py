@@ -304,7 +304,8 @@ def test_backward_paths_match_aten_and_find_the_first_bad_index():
     """The CPU backward's paths (the write pass of disjoint windows, packed or
     not, with clamped windows at the edges; the scatter of overlapping ones;
     channels_last_3d, both passes, with vectors of channels and a tail;
-    strided grad_output and indices) give aten's result for
+    strided grad_output and indices; narrow rows, which scatter, and wide
+    ones) give aten's result for
     random windows: float32/float64 bitwise, float16/bfloat16 as aten's
     float32 result rounded once. A bad index planted at a random pooled
     position is the one reported, also behind a later one."""
@@ -321,7 +322,7 @@ def test_backward_paths_match_aten_and_find_the_first_bad_index():
         s = [kk + pick(0, 1) if disjoint else pick(1, 3) for kk in k]
         d = [1 if disjoint or trial % 2 else pick(1, 2) for _ in range(3)]
         p = [pick(0, kk // 2) for kk in k]
-        size = [pick(2, 9) for _ in range(3)]
+        size = [pick(2, 9), pick(2, 9), pick(2, 9) if trial % 2 else pick(64, 100)]  # (narrow and wide rows)
         dtype = (torch.float32, torch.float64, torch.bfloat16, torch.float16)[(trial + trial // 4) % 4]
         channels = pick(1, 3) if trial % 8 < 4 else pick(16, 40)  # (vectors of channels and a tail)
         x = torch.randn(pick(1, 2), channels, *size, generator=gen, dtype=torch.float64)
@@ -355,6 +356,27 @@ def test_backward_paths_match_aten_and_find_the_first_bad_index():
         with pytest.raises(IndexError, match=rf"indices\[{where}\] = {int(bad.flatten()[first])} is not a position"):
             ops.max_pool3d_with_indices_backward(g, xs, make_layout(bad, layouts[trial % 4]), *w)
     assert compared > 120
+
+
+@pytest.mark.parametrize("window", [([1], [1], [0]), ([2], [2], [1]), ([3], [2], [1])])
+def test_backward_of_one_position_per_plane(window):
+    """D = H = W = 1 with several channels: every layout has adjacent channels
+    there, and strides that say nothing about the planes' layout; the result
+    and the out= form are aten's."""
+    x = torch.randn(2, 3, 1, 1, 1, dtype=torch.float64)
+    k, s, p = window
+    w = (k, s, p, [1], False)
+    v, idx = ops.max_pool3d_with_indices(x, *w)
+    go = torch.randn_like(v)
+    want = torch.ops.aten.max_pool3d_with_indices_backward(go, x, *w, idx)
+    for layout in ("contiguous", "channels_last_3d"):
+        xl = make_layout(x, layout)
+        assert torch.equal(ops.max_pool3d_with_indices_backward(go, xl, idx, *w), want)
+        out = torch.full_like(xl, float("nan"))
+        ops.max_pool3d_with_indices_backward.grad_input(go, xl, idx, *w, grad_input=out)
+        assert torch.equal(out, want)
+    with pytest.raises(IndexError, match=r"indices\[1, 2, 0, 0, 0\] = 1 is not a position"):
+        ops.max_pool3d_with_indices_backward(go, x, torch.where(torch.arange(6).view(idx.shape) == 5, 1, idx), *w)
 
 
 @pytest.fixture

@@ -84,7 +84,7 @@ C10_ALWAYS_INLINE auto load_pair(const scalar_t* p, int64_t n) {
   if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
     return at::vec::convert_to_float<scalar_t>(at::vec::Vectorized<scalar_t>::loadu(p, n));
   } else {
-    return std::make_tuple(aVec::loadu(p, std::min(n, K)), aVec::loadu(p + K, std::max<int64_t>(n - K, 0)));
+    return std::make_tuple(aVec::loadu(p, std::min(n, K)), n > K ? aVec::loadu(p + K, n - K) : aVec(0));
   }
 }
 

@@ -17,10 +17,11 @@
 // windows (overlapping windows: stride < kernel_size) gets its terms in the
 // same order as the CUDA kernel's gather: the same bits on both. float32 and
 // float64 accumulate in grad_input itself; float16 and bfloat16 in float32,
-// rounded once at the end. NCDHW: each (n, c) plane is one task; where no
-// position is in two windows and the planes are dense, a plane is written in
-// one pass (write_plane): each window's taps get its term or 0, which is the
-// same result without the zero-fill; else a scatter (scatter_plane).
+// rounded once at the end. NCDHW: each (n, c) plane is one task, a scatter
+// into the zeroed plane (scatter_plane); planes of wide rows where no
+// position is in two windows are written in one pass instead (write_plane):
+// each window's taps get its term or 0, which is the same result without the
+// zero-fill.
 // channels_last_3d: disjoint windows in one write pass over the channels
 // (write_channels_last), else tasks are (n, block of channels), a window's
 // channels scattered together (scatter_channels_last).
@@ -547,13 +548,20 @@ void write_channels_last(T* out, Planes op, const T* go, Planes gp, const I* ix,
   });
 }
 
+// Whether the NCDHW backward writes its planes in one pass (write_plane):
+// for disjoint windows in rows of 32 or more. The write pass pays per pooled
+// row and per element written, zero-fill and scatter per element zeroed and
+// per term: on narrow rows the scatter is the faster (2x2x2 pooling of
+// (2, 16, 8, 8, 8): 6.5 against 22 µs, 1 thread; docs/performance.md).
+inline bool writes_planes(const Geometry& g, const Window& w) { return g.oW >= 32 && disjoint_windows(w); }
+
 template <typename T, typename I>
 void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
                      const Window& w, FirstBad& bad) {
   using A = at::opmath_type<T>;
   // (grad_input is dense: channels_last_3d with C > 1 is scatter_channels_last's)
   TORCH_INTERNAL_ASSERT(op.sK == 1);
-  if (disjoint_windows(w)) {
+  if (writes_planes(g, w)) {
     // Disjoint windows: one write pass per plane (write_plane).
     const bool covered = windows_cover_self(g, w);
     at::parallel_for(0, g.N * g.C, cpu::grain_for(g.S + g.oS), [&](int64_t b, int64_t e) {
@@ -617,11 +625,41 @@ inline void fold_tap(const T* __restrict src, int64_t stride, int64_t n, J base,
   }
 }
 
+// Tap i (i < m <= K) of K windows kStride apart from x, as lane i of a
+// float32 vector (float16/bfloat16 widened); lanes past m are 0. With
+// `whole`, the caller knows that 2K elements from x lie in the row (stride 2
+// then loads them whole and keeps the even lanes: cpu::load_even_odd); else
+// nothing past tap m - 1 is read.
+template <int kStride, typename T>
+inline at::vec::Vectorized<float> load_taps(const T* __restrict x, int64_t m, bool whole) {
+  constexpr int64_t K = at::vec::Vectorized<float>::size();
+  if (kStride == 1 && m == K) return cpu::widen(x);
+  if (kStride == 2 && m == K && whole) return std::get<0>(cpu::load_even_odd(x));
+  const auto [x0, x1] = cpu::load_pair(x, kStride * m - (kStride - 1));
+  return kStride == 1 ? x0 : std::get<0>(at::vec::deinterleave2(x0, x1));
+}
+
+// window_max's step (fold_tap's) on a vector of windows: take v where it is
+// greater or NaN, in the lanes of `live`, with its position.
+inline void fold_lanes(const at::vec::Vectorized<float>& v, const at::vec::Vectorized<int32_t>& at,
+                       const at::vec::Vectorized<float>& live, at::vec::Vectorized<float>& best,
+                       at::vec::Vectorized<int32_t>& where) {
+  const auto take = ((v > best) | (v != v)) & live;
+  best = at::vec::Vectorized<float>::blendv(best, v, take);
+  where = at::vec::Vectorized<int32_t>::blendv(where, at, at::vec::cast<int32_t>(take));
+}
+
+// The lanes below m, as a blendv mask.
+inline at::vec::Vectorized<float> lanes_below(int64_t m) {
+  using IVec = at::vec::Vectorized<int32_t>;
+  return at::vec::cast<float>(IVec::arange(0, 1) < IVec(static_cast<int32_t>(m)));
+}
+
 // fold_tap in at::vec vectors of windows, for float32 compare and int32
-// positions (J), the taps kStride apart (the windows' stride): kStride 1,
-// adjacent taps; kStride 2, every other element, the even lanes of 2K
-// adjacent ones (cpu::load_even_odd). The last vector may be partial; no
-// element past the last tap is read, nor any best or where past the n-th.
+// positions (J), the taps kStride apart (the windows' stride). best and
+// where are read and written whole (K elements of room past the row's last
+// window: a whole store reloaded whole by the next tap forwards, a masked
+// one does not); the lanes past the n-th window keep theirs.
 template <int kStride, typename T>
 inline void fold_tap_vectors(const T* __restrict src, int64_t n, int32_t base, float* __restrict best,
                              int32_t* __restrict where) {
@@ -630,31 +668,17 @@ inline void fold_tap_vectors(const T* __restrict src, int64_t n, int32_t base, f
   using IVec = at::vec::Vectorized<int32_t>;
   constexpr int64_t K = Vec::size();
   static_assert(IVec::size() == K);
-  const IVec lanes = IVec::arange(0, kStride);  // (lane l's position, from the vector's first: constants)
+  const IVec step = IVec::arange(0, kStride);  // (lane i's position, from lane 0's: constants)
+  const Vec all = lanes_below(K);
   for (int64_t i = 0; i < n; i += K) {
     const int64_t m = std::min(K, n - i);  // windows in this vector
-    const T* x = src + kStride * i;
-    Vec v;
-    if (kStride == 1 && m == K) {
-      v = cpu::widen(x);
-    } else if (kStride == 2 && i + K < n) {  // (its last odd element is before the next vector's first tap)
-      v = std::get<0>(cpu::load_even_odd(x));
-    } else {
-      const auto [x0, x1] = cpu::load_pair(x, kStride * m - (kStride - 1));
-      v = kStride == 1 ? x0 : std::get<0>(at::vec::deinterleave2(x0, x1));
-    }
-    const Vec b = m == K ? Vec::loadu(best + i) : Vec::loadu(best + i, m);
-    const IVec a = m == K ? IVec::loadu(where + i) : IVec::loadu(where + i, m);
-    const Vec take = (v > b) | (v != v);
-    const Vec b2 = Vec::blendv(b, v, take);
-    const IVec a2 = IVec::blendv(a, IVec(base + static_cast<int32_t>(i) * kStride) + lanes, at::vec::cast<int32_t>(take));
-    if (m == K) {
-      b2.store(best + i);
-      a2.store(where + i);
-    } else {
-      b2.store(best + i, m);
-      a2.store(where + i, m);
-    }
+    // (whole: the next vector's first tap follows this one's last odd element)
+    const Vec v = load_taps<kStride>(src + kStride * i, m, i + K < n);
+    Vec b = Vec::loadu(best + i);
+    IVec a = IVec::loadu(where + i);
+    fold_lanes(v, IVec(base + static_cast<int32_t>(i) * kStride) + step, m == K ? all : lanes_below(m), b, a);
+    b.store(best + i);
+    a.store(where + i);
   }
 }
 
@@ -688,11 +712,44 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
   const auto& s = w.stride;
   const auto& p = w.padding;
   const auto& d = w.dilation;
+  const int64_t st = kStride ? kStride : s[2];  // (a constant divisor where the template fixes it)
+  if constexpr (kStride != 0 && std::is_same_v<A, float> && std::is_same_v<J, int32_t>) {
+    using Vec = at::vec::Vectorized<float>;
+    using IVec = at::vec::Vectorized<int32_t>;
+    constexpr int64_t K = Vec::size();
+    if (g.oW <= K && p[2] == 0) {
+      // Rows of at most one vector of windows, none clamped on the left (a
+      // small model's): a pooled row's taps folded in registers, stored once.
+      const IVec step = IVec::arange(0, kStride);
+      const Vec row_lanes = lanes_below(g.oW);
+      for_each_pooled_row(g, w, [&](const PooledRow& r) {
+        Vec best_v(-std::numeric_limits<float>::infinity());
+        IVec where_v = IVec(static_cast<int32_t>(r.input_row(r.lo0, r.lo1, g, w))) + step;  // (the first taps)
+        for (int64_t i = r.lo0; i < r.hi0; ++i) {
+          for (int64_t j = r.lo1; j < r.hi1; ++j) {
+            const int64_t row = r.input_row(i, j, g, w);
+            for (int64_t l = 0; l < k[2] && l * d[2] < g.W; ++l) {
+              const int64_t shift = l * d[2];
+              const int64_t n = std::min(g.oW, (g.W - 1 - shift) / st + 1);  // windows with tap l in the row
+              const Vec v = load_taps<kStride>(xs + row + shift, n, shift + kStride * K <= g.W);
+              fold_lanes(v, IVec(static_cast<int32_t>(row + shift)) + step, n == g.oW ? row_lanes : lanes_below(n),
+                         best_v, where_v);
+            }
+          }
+        }
+        best_v.store(best);
+        where_v.store(where);
+        store_result(os + r.o * oK, is + r.o * oK, oK, g.oW, best, where, xs, 1, 0);
+        return kNone;
+      });
+      return;
+    }
+  }
   for_each_pooled_row(g, w, [&](const PooledRow& r) {
     const int64_t first_row = r.input_row(r.lo0, r.lo1, g, w);
     for (int64_t ow = 0; ow < g.oW; ++ow) {
       int64_t lo2, hi2;
-      const int64_t x0 = ow * s[2] - p[2];
+      const int64_t x0 = ow * st - p[2];
       tap_range<int64_t>(x0, g.W, k[2], d[2], lo2, hi2);
       best[ow] = -std::numeric_limits<A>::infinity();
       where[ow] = static_cast<J>(first_row + x0 + lo2 * d[2]);
@@ -703,15 +760,15 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
         for (int64_t l = 0; l < k[2]; ++l) {
           // the pooled positions whose tap l lies inside the row: x = ow * s - p + l * d in [0, W)
           const int64_t shift = l * d[2] - p[2];
-          const int64_t a = shift >= 0 ? 0 : (-shift + s[2] - 1) / s[2];
+          const int64_t a = shift >= 0 ? 0 : (-shift + st - 1) / st;
           const int64_t last = g.W - 1 - shift;
-          const int64_t b = last < 0 ? 0 : std::min(g.oW, last / s[2] + 1);
+          const int64_t b = last < 0 ? 0 : std::min(g.oW, last / st + 1);
           if (a >= b) continue;
-          const int64_t pos = row + a * s[2] + shift;
+          const int64_t pos = row + a * st + shift;
           if constexpr (kStride != 0 && std::is_same_v<at::opmath_type<T>, float> && std::is_same_v<J, int32_t>) {
             fold_tap_vectors<kStride>(xs + pos, b - a, static_cast<J>(pos), best + a, where + a);
           } else {
-            fold_tap<kStride>(xs + pos, s[2], b - a, static_cast<J>(pos), static_cast<J>(s[2]), best + a, where + a);
+            fold_tap<kStride>(xs + pos, st, b - a, static_cast<J>(pos), static_cast<J>(st), best + a, where + a);
           }
         }
       }
@@ -723,10 +780,11 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
 
 // Whether every flat position of self fits J (the vectorised forward's
 // position type: int32_t where it does, so positions and float32 values
-// share a vector's lanes).
+// share a vector's lanes), with room for the lanes of a partial vector past
+// the last (fold_tap_vectors computes their positions too).
 template <typename J>
 inline bool positions_fit(const Geometry& g) {
-  return g.S <= std::numeric_limits<J>::max();
+  return g.S <= std::numeric_limits<J>::max() - 64;
 }
 
 // The channels_last_3d forward in float32 with int32 positions: per pooled
@@ -808,8 +866,9 @@ void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const
     });
     return;
   }
-  at::parallel_for(0, g.N * g.C, cpu::grain_for(g.oS * window_taps), [&](int64_t b, int64_t e) {
-    std::vector<A> best(xp.sK == 1 ? g.oW : 0);
+  at::parallel_for(0, g.N * g.C, cpu::grain_for(8 * g.oS * window_taps), [&](int64_t b, int64_t e) {
+    // (K elements of room past the row's last window: fold_tap_vectors)
+    std::vector<A> best(xp.sK == 1 ? g.oW + at::vec::Vectorized<float>::size() : 0);
     std::vector<J> where(best.size());
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / g.C, c = t % g.C;
@@ -889,7 +948,7 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
     const Planes xp = planes_of(indices);
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "max_pool3d_backward", [&] {
       const auto kernel = !channels_last          ? backward_kernel<scalar_t, index_t>
-                          : disjoint_windows(w) ? write_channels_last<scalar_t, index_t>
+                          : disjoint_windows(w) && op.sK == g.C ? write_channels_last<scalar_t, index_t>
                                                 : scatter_channels_last<scalar_t, index_t>;
       kernel(grad_input.mutable_data_ptr<scalar_t>(), op, grad_output.const_data_ptr<scalar_t>(),
              planes_of(grad_output), ix, xp, g, w, bad);
