@@ -3,9 +3,10 @@ forward and backward through autograd, as a training step runs them.
 
     python benchmarks/max_pool_shapes.py [--rounds 7] [--threads 2]
 
-A 2x2x2 pooling with indices (nn.MaxPool3d(2, return_indices=True)) of the
-inputs a small U-Net pools (bench --model unet3d at its CPU sizes: 8, 16 and
-32 voxels a side) and of a larger one: ``F.max_pool3d`` against
+A 2x2x2 pooling with indices (nn.MaxPool3d(2, return_indices=True)), and a
+3x3x3 one with stride 2 and padding 1, of the inputs a small U-Net pools
+(bench --model unet3d at its CPU sizes: 8, 16 and 32 voxels a side) and of a
+larger one: ``F.max_pool3d`` against
 ``torch_aclnn.max_pool3d_with_indices``, each followed by the backward of
 the values' sum. Each time is the median of interleaved rounds of
 blocked_autorange (torch_aclnn/bench.py's method); ratio = aten / torch_aclnn.
@@ -22,6 +23,7 @@ import torch_aclnn
 from torch_aclnn.bench import _interleaved
 
 SHAPES = ((2, 16, 8, 8, 8), (2, 8, 16, 16, 16), (2, 16, 32, 32, 32), (2, 32, 32, 64, 64))
+WINDOWS = ((2, 2, 0), (3, 2, 1))  # (kernel_size, stride, padding)
 
 
 def main() -> None:
@@ -31,19 +33,20 @@ def main() -> None:
     parser.add_argument("--min-run-time", type=float, default=0.2)
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {args.threads} threads, median of {args.rounds} interleaved rounds")
-    for shape in SHAPES:
-        x = torch.randn(shape, requires_grad=True)
+    for (kernel, stride, padding) in WINDOWS:
+        for shape in SHAPES:
+            x = torch.randn(shape, requires_grad=True)
 
-        def aten():
-            F.max_pool3d(x, 2, return_indices=True)[0].sum().backward()
+            def aten():
+                F.max_pool3d(x, kernel, stride, padding, return_indices=True)[0].sum().backward()
 
-        def ours():
-            torch_aclnn.max_pool3d_with_indices(x, 2)[0].sum().backward()
+            def ours():
+                torch_aclnn.max_pool3d_with_indices(x, kernel, stride, padding)[0].sum().backward()
 
-        times = _interleaved({"aten": aten, "ours": ours}, args.rounds, args.min_run_time, args.threads)
-        a, o = (statistics.median(times[k]) * 1e6 for k in ("aten", "ours"))
-        print(f"{str(shape):22s} forward+backward  aten {a:9.1f} us  torch_aclnn {o:9.1f} us  ratio {a / o:5.2f}")
-
+            times = _interleaved({"aten": aten, "ours": ours}, args.rounds, args.min_run_time, args.threads)
+            a, o = (statistics.median(times[k]) * 1e6 for k in ("aten", "ours"))
+            print(f"k{kernel} s{stride} p{padding} {str(shape):22s} forward+backward  aten {a:9.1f} us  "
+                  f"torch_aclnn {o:9.1f} us  ratio {a / o:5.2f}")
 
 if __name__ == "__main__":
     main()

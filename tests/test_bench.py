@@ -259,7 +259,7 @@ def test_max_pool_shapes_script_runs():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [line for line in out.stdout.splitlines() if "forward+backward" in line]
-    assert len(rows) == 4 and all(float(row.split()[-1]) > 0 for row in rows), out.stdout
+    assert len(rows) == 8 and all(float(row.split()[-1]) > 0 for row in rows), out.stdout
 
 
 def test_huge_pages_script_runs():

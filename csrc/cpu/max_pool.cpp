@@ -717,28 +717,41 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
     using Vec = at::vec::Vectorized<float>;
     using IVec = at::vec::Vectorized<int32_t>;
     constexpr int64_t K = Vec::size();
-    if (g.oW <= K && p[2] == 0) {
-      // Rows of at most one vector of windows, none clamped on the left (a
-      // small model's): a pooled row's taps folded in registers, stored once.
+    const int64_t a0 = (p[2] + st - 1) / st;  // the windows that start in the padding on the left
+    if (g.oW <= K + a0 && g.oW > a0) {
+      // Rows of at most one vector of windows past those (a small model's):
+      // a pooled row's taps folded in registers, stored once; the first a0
+      // windows one by one (window_max).
+      const int64_t nv = g.oW - a0;  // (lane q: window a0 + q)
       const IVec step = IVec::arange(0, kStride);
-      const Vec row_lanes = lanes_below(g.oW);
+      const Vec row_lanes = lanes_below(nv);
+      const int64_t kk[3] = {k[0], k[1], k[2]}, ss[3] = {s[0], s[1], s[2]}, pp[3] = {p[0], p[1], p[2]},
+                    dd[3] = {d[0], d[1], d[2]};
+      const auto at = [&](int64_t pos) { return static_cast<float>(xs[pos]); };
       for_each_pooled_row(g, w, [&](const PooledRow& r) {
+        const int64_t x0 = a0 * st - p[2];  // (>= 0: every tap of the vector's windows is at or right of it)
         Vec best_v(-std::numeric_limits<float>::infinity());
-        IVec where_v = IVec(static_cast<int32_t>(r.input_row(r.lo0, r.lo1, g, w))) + step;  // (the first taps)
+        IVec where_v = IVec(static_cast<int32_t>(r.input_row(r.lo0, r.lo1, g, w) + x0)) + step;  // (first taps)
         for (int64_t i = r.lo0; i < r.hi0; ++i) {
           for (int64_t j = r.lo1; j < r.hi1; ++j) {
             const int64_t row = r.input_row(i, j, g, w);
-            for (int64_t l = 0; l < k[2] && l * d[2] < g.W; ++l) {
-              const int64_t shift = l * d[2];
-              const int64_t n = std::min(g.oW, (g.W - 1 - shift) / st + 1);  // windows with tap l in the row
-              const Vec v = load_taps<kStride>(xs + row + shift, n, shift + kStride * K <= g.W);
-              fold_lanes(v, IVec(static_cast<int32_t>(row + shift)) + step, n == g.oW ? row_lanes : lanes_below(n),
+            for (int64_t l = 0; l < k[2] && x0 + l * d[2] < g.W; ++l) {
+              const int64_t x = x0 + l * d[2];                              // (lane 0's tap l)
+              const int64_t n = std::min(nv, (g.W - 1 - x) / st + 1);      // windows with tap l in the row
+              const Vec v = load_taps<kStride>(xs + row + x, n, x + kStride * K <= g.W);
+              fold_lanes(v, IVec(static_cast<int32_t>(row + x)) + step, n == nv ? row_lanes : lanes_below(n),
                          best_v, where_v);
             }
           }
         }
-        best_v.store(best);
-        where_v.store(where);
+        best_v.store(best + a0);
+        where_v.store(where + a0);
+        const int64_t od = r.o / (g.oH * g.oW), oh = r.o / g.oW % g.oH;
+        for (int64_t ow = 0; ow < a0; ++ow) {
+          int64_t index;
+          window_max<float, int64_t>(at, od, oh, ow, g.D, g.H, g.W, kk, ss, pp, dd, best[ow], index);
+          where[ow] = static_cast<J>(index);
+        }
         store_result(os + r.o * oK, is + r.o * oK, oK, g.oW, best, where, xs, 1, 0);
         return kNone;
       });
