@@ -107,7 +107,7 @@ def info_rows() -> list[tuple[str, object]]:
 
     import torch_aclnn
     from torch_aclnn import _loader
-    from torch_aclnn._patch import ROUTED_FUNCTIONS, _aten_keys
+    from torch_aclnn._patch import ROUTED_FUNCTIONS, route_keys
     from torch_aclnn._registry import OPERATORS
     from torch_aclnn._torch_api import has_kernel
 
@@ -128,7 +128,7 @@ def info_rows() -> list[tuple[str, object]]:
                 if has_kernel(op, key)]
         backends[op] = ", ".join(have) or "none"
     if torch_aclnn.default_patch_level() == "dispatcher":
-        routes = [f"aten::{aten} ({key})" for aten, key in _aten_keys()]
+        routes = [f"aten::{aten} ({key})" for aten, key in route_keys()]
     else:
         routes = [f"F.{f}" for f in ROUTED_FUNCTIONS]
     return [

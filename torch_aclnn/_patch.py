@@ -226,7 +226,7 @@ _aten_users: List[Optional[PatchStats]] = []
 _aten_patch: Optional[tuple] = None         # (its counts,) while patch(level="dispatcher") is a user
 
 
-def _aten_keys() -> list:
+def route_keys() -> list:
     """(aten operator, dispatch key) of every route: the devices with the
     torch_aclnn operator's kernels, CPU and CUDA (on the NPU, torch_npu's
     aten kernels call aclnn already); max_pool3d as _dropin routes it (not
@@ -243,7 +243,7 @@ def _aten_keys() -> list:
 def _aten_add(stats: Optional[PatchStats]) -> None:
     """Adds a user of the routes, counting into ``stats``, switching them on
     (again: the keys follow _dropin.ROUTE_POOL_ON_CPU as it is now). Under _lock."""
-    _C()._route_aten(_aten_keys())
+    _C()._route_aten(route_keys())
     if stats is not None:
         stats._aten_start()
     _aten_users.append(stats)
