@@ -225,7 +225,8 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
 def test_forward_window_rule_on_every_path():
     """The CPU forward's paths (rows of NCDHW planes with stride 1, 2 or
     another, channels_last_3d with whole vectors of channels and a tail,
-    strided planes, 4-D; rows of whole vectors of windows and a tail) give
+    strided planes, 4-D; rows of whole vectors of windows and a tail, and
+    rows of at most one vector, folded in registers, with left padding) give
     aten's NCDHW values and indices for random windows over data with ties,
     NaN and -inf, and each value is the element its index names, bit for bit
     (NaN payloads, which aten's float16/bfloat16 results do not keep). aten's

@@ -7,7 +7,8 @@
 // device). float16/bfloat16 compare in float32 (exact). The rule is applied
 // to many windows at once, branch-free (fold_tap): NCDHW planes row by row
 // (one tap of every window of a pooled row, vectorised over the row: in
-// at::vec vectors where W's stride is 1 or 2, fold_tap_vectors), and
+// at::vec vectors where W's stride is 1 or 2, fold_tap_vectors, and a row of
+// at most one vector of windows with all its taps in registers), and
 // channels_last_3d over the channels; other strided planes per window.
 //
 // max_pool3d_with_indices_backward: grad_input = zeros(self's shape);
@@ -879,6 +880,9 @@ void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const
     });
     return;
   }
+  // (a tap counts as 8 elements of work: a tap folded costs more than an
+  // element of an elementwise op, and a small model's planes then split over
+  // the threads)
   at::parallel_for(0, g.N * g.C, cpu::grain_for(8 * g.oS * window_taps), [&](int64_t b, int64_t e) {
     // (K elements of room past the row's last window: fold_tap_vectors)
     std::vector<A> best(xp.sK == 1 ? g.oW + at::vec::Vectorized<float>::size() : 0);
