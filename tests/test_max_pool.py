@@ -251,8 +251,7 @@ def test_forward_window_rule_on_every_path():
         special = torch.rand(x.shape, generator=gen)
         x[special < 0.15] = float("nan") if trial % 3 == 0 else x[special < 0.15]
         if trial % 3 == 0:  # NaNs with distinct payloads and signs
-            bits = x.view(torch.int16 if x.element_size() == 2 else torch.int32 if x.element_size() == 4 else
-                          torch.int64)
+            bits = _bits(x)  # (a view: x is contiguous)
             bits[x.isnan()] ^= torch.randint(1, 64, (int(x.isnan().sum()),), generator=gen).to(bits.dtype)
             bits[(special < 0.05) & x.isnan()] |= torch.tensor(-1, dtype=bits.dtype).bitwise_left_shift(
                 8 * x.element_size() - 1)

@@ -234,6 +234,14 @@ inline bool windows_cover_self(const Geometry& g, const Window& w) {
   return true;
 }
 
+// A position's sum after its first term, as the scatter adds it into a zero:
+// 0 + t (-0 gives +0, on every device). The write passes write it.
+template <typename T>
+inline T first_term(T t) {
+  using A = at::opmath_type<T>;
+  return static_cast<T>(A(0) + static_cast<A>(t));
+}
+
 // One pooled row (od, oh) of a plane, for the row-wise kernels: o, the flat
 // pooled position of its first window; the windows' start on D and H, and
 // their taps inside self there (tap_range): [lo0, hi0) and [lo1, hi1).
@@ -343,7 +351,6 @@ inline void write_windows(T* __restrict dst, int64_t n, int64_t pos0, int64_t k,
 template <typename T, typename I>
 int64_t write_plane(T* out, const T* go, int64_t gK, const I* ix, int64_t xK, const Geometry& g, const Window& w,
                     int32_t* hits, T* terms) {
-  using A = at::opmath_type<T>;
   const auto& k = w.kernel;
   const auto& s = w.stride;
   const auto& p = w.padding;
@@ -357,9 +364,7 @@ int64_t write_plane(T* out, const T* go, int64_t gK, const I* ix, int64_t xK, co
   return for_each_pooled_row(g, w, [&](const PooledRow& r) {
     const int64_t o = r.o;
     std::fill(hits, hits + g.oW, 0);
-    for (int64_t ow = 0; ow < g.oW; ++ow) {  // 0 + the term, as the scatter adds it: -0 gives +0, on every device
-      terms[ow] = static_cast<T>(A(0) + static_cast<A>(go[(o + ow) * gK]));
-    }
+    for (int64_t ow = 0; ow < g.oW; ++ow) terms[ow] = first_term(go[(o + ow) * gK]);
     const I* xr = ix + o * xK;
     for (int64_t i = r.lo0; i < r.hi0; ++i) {
       for (int64_t j = r.lo1; j < r.hi1; ++j) {
@@ -510,7 +515,6 @@ void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* i
 template <typename T, typename I>
 void write_channels_last(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
                          const Window& w, FirstBad& bad) {
-  using A = at::opmath_type<T>;
   TORCH_INTERNAL_ASSERT(op.sK == g.C && gp.sC == 1 && xp.sC == 1);  // (dense channels_last_3d grad_input)
   if (!windows_cover_self(g, w)) {
     at::parallel_for(0, g.N, 1, [&](int64_t b, int64_t e) {
@@ -524,8 +528,8 @@ void write_channels_last(T* out, Planes op, const T* go, Planes gp, const I* ix,
     for_each_channels_last_window(b, e, g, w, [&](int64_t n, int64_t o, int64_t, const auto& taps) {
       const T* gs = go + n * gp.sN + o * gp.sK;
       const I* is = ix + n * xp.sN + o * xp.sK;
-      for (int64_t c = 0; c < g.C; ++c) {  // 0 + the term, as the scatter adds it: -0 gives +0
-        terms[c] = static_cast<T>(A(0) + static_cast<A>(gs[c]));
+      for (int64_t c = 0; c < g.C; ++c) {
+        terms[c] = first_term(gs[c]);
         hits[c] = 0;
       }
       taps([&](int64_t pos) {
@@ -560,7 +564,7 @@ template <typename T, typename I>
 void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Planes xp, const Geometry& g,
                      const Window& w, FirstBad& bad) {
   using A = at::opmath_type<T>;
-  // (grad_input is dense: channels_last_3d with C > 1 is scatter_channels_last's)
+  // (grad_input is dense: channels_last_3d with C > 1 is the channels_last_3d kernels')
   TORCH_INTERNAL_ASSERT(op.sK == 1);
   if (writes_planes(g, w)) {
     // Disjoint windows: one write pass per plane (write_plane).
@@ -626,6 +630,17 @@ inline void fold_tap(const T* __restrict src, int64_t stride, int64_t n, J base,
   }
 }
 
+// The contract's window_max for pooled position (od, oh, ow) of a plane
+// whose flat position pos at() reads in A.
+template <typename A, typename At>
+inline void plane_window_max(At at, int64_t od, int64_t oh, int64_t ow, const Geometry& g, const Window& w, A& value,
+                             int64_t& index) {
+  const int64_t k[3] = {w.kernel[0], w.kernel[1], w.kernel[2]}, s[3] = {w.stride[0], w.stride[1], w.stride[2]},
+                p[3] = {w.padding[0], w.padding[1], w.padding[2]},
+                d[3] = {w.dilation[0], w.dilation[1], w.dilation[2]};
+  window_max<A, int64_t>(at, od, oh, ow, g.D, g.H, g.W, k, s, p, d, value, index);
+}
+
 // Tap i (i < m <= K) of K windows kStride apart from x, as lane i of a
 // float32 vector (float16/bfloat16 widened); lanes past m are 0. With
 // `whole`, the caller knows that 2K elements from x lie in the row (stride 2
@@ -641,11 +656,12 @@ inline at::vec::Vectorized<float> load_taps(const T* __restrict x, int64_t m, bo
 }
 
 // window_max's step (fold_tap's) on a vector of windows: take v where it is
-// greater or NaN, in the lanes of `live`, with its position.
+// greater or NaN (and, given `live`, in its lanes only), with its position.
 inline void fold_lanes(const at::vec::Vectorized<float>& v, const at::vec::Vectorized<int32_t>& at,
-                       const at::vec::Vectorized<float>& live, at::vec::Vectorized<float>& best,
-                       at::vec::Vectorized<int32_t>& where) {
-  const auto take = ((v > best) | (v != v)) & live;
+                       at::vec::Vectorized<float>& best, at::vec::Vectorized<int32_t>& where,
+                       const at::vec::Vectorized<float>* live = nullptr) {
+  auto take = (v > best) | (v != v);
+  if (live != nullptr) take = take & *live;
   best = at::vec::Vectorized<float>::blendv(best, v, take);
   where = at::vec::Vectorized<int32_t>::blendv(where, at, at::vec::cast<int32_t>(take));
 }
@@ -670,14 +686,19 @@ inline void fold_tap_vectors(const T* __restrict src, int64_t n, int32_t base, f
   constexpr int64_t K = Vec::size();
   static_assert(IVec::size() == K);
   const IVec step = IVec::arange(0, kStride);  // (lane i's position, from lane 0's: constants)
-  const Vec all = lanes_below(K);
   for (int64_t i = 0; i < n; i += K) {
     const int64_t m = std::min(K, n - i);  // windows in this vector
     // (whole: the next vector's first tap follows this one's last odd element)
     const Vec v = load_taps<kStride>(src + kStride * i, m, i + K < n);
     Vec b = Vec::loadu(best + i);
     IVec a = IVec::loadu(where + i);
-    fold_lanes(v, IVec(base + static_cast<int32_t>(i) * kStride) + step, m == K ? all : lanes_below(m), b, a);
+    const IVec at_ = IVec(base + static_cast<int32_t>(i) * kStride) + step;
+    if (m == K) {
+      fold_lanes(v, at_, b, a);
+    } else {
+      const Vec live = lanes_below(m);
+      fold_lanes(v, at_, b, a, &live);
+    }
     b.store(best + i);
     a.store(where + i);
   }
@@ -726,8 +747,6 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
       const int64_t nv = g.oW - a0;  // (lane q: window a0 + q)
       const IVec step = IVec::arange(0, kStride);
       const Vec row_lanes = lanes_below(nv);
-      const int64_t kk[3] = {k[0], k[1], k[2]}, ss[3] = {s[0], s[1], s[2]}, pp[3] = {p[0], p[1], p[2]},
-                    dd[3] = {d[0], d[1], d[2]};
       const auto at = [&](int64_t pos) { return static_cast<float>(xs[pos]); };
       for_each_pooled_row(g, w, [&](const PooledRow& r) {
         const int64_t x0 = a0 * st - p[2];  // (>= 0: every tap of the vector's windows is at or right of it)
@@ -740,8 +759,8 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
               const int64_t x = x0 + l * d[2];                              // (lane 0's tap l)
               const int64_t n = std::min(nv, (g.W - 1 - x) / st + 1);      // windows with tap l in the row
               const Vec v = load_taps<kStride>(xs + row + x, n, x + kStride * K <= g.W);
-              fold_lanes(v, IVec(static_cast<int32_t>(row + x)) + step, n == nv ? row_lanes : lanes_below(n),
-                         best_v, where_v);
+              const Vec live = n == nv ? row_lanes : lanes_below(n);
+              fold_lanes(v, IVec(static_cast<int32_t>(row + x)) + step, best_v, where_v, &live);
             }
           }
         }
@@ -750,7 +769,7 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
         const int64_t od = r.o / (g.oH * g.oW), oh = r.o / g.oW % g.oH;
         for (int64_t ow = 0; ow < a0; ++ow) {
           int64_t index;
-          window_max<float, int64_t>(at, od, oh, ow, g.D, g.H, g.W, kk, ss, pp, dd, best[ow], index);
+          plane_window_max(at, od, oh, ow, g, w, best[ow], index);
           where[ow] = static_cast<J>(index);
         }
         store_result(os + r.o * oK, is + r.o * oK, oK, g.oW, best, where, xs, 1, 0);
@@ -826,9 +845,7 @@ inline void forward_channels_last_vectors(float* out, int64_t* ix, Planes op, co
         taps([&](int64_t pos) {
           const float* xt = xn + pos * xp.sK + c0;
           const Vec v = nc == K ? Vec::loadu(xt) : Vec::loadu(xt, nc);
-          const Vec take = (v > best) | (v != v);
-          best = Vec::blendv(best, v, take);
-          at_ = IVec::blendv(at_, IVec(static_cast<int32_t>(pos)), at::vec::cast<int32_t>(take));
+          fold_lanes(v, IVec(static_cast<int32_t>(pos)), best, at_);
         });
         at_.store(where);
         if (nc == K) {
@@ -845,11 +862,7 @@ inline void forward_channels_last_vectors(float* out, int64_t* ix, Planes op, co
 template <typename T, typename J>
 void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const Geometry& g, const Window& w) {
   using A = at::opmath_type<T>;
-  const int64_t k[3] = {w.kernel[0], w.kernel[1], w.kernel[2]};
-  const int64_t s[3] = {w.stride[0], w.stride[1], w.stride[2]};
-  const int64_t p[3] = {w.padding[0], w.padding[1], w.padding[2]};
-  const int64_t d[3] = {w.dilation[0], w.dilation[1], w.dilation[2]};
-  const int64_t window_taps = k[0] * k[1] * k[2];  // (per window, for the grains)
+  const int64_t window_taps = w.kernel[0] * w.kernel[1] * w.kernel[2];  // (per window, for the grains)
   if (channels_adjacent(op, g) && xp.sC == 1) {
     // channels_last_3d: tasks are pooled rows (n, od, oh); per pooled
     // position, the window's taps inside self in increasing (d, h, w), each
@@ -893,9 +906,9 @@ void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const
       T* os = out + n * op.sN + c * op.sC;
       int64_t* is = ix + n * op.sN + c * op.sC;
       if (xp.sK == 1) {  // dense D, H, W axes: row by row, vectorised
-        if (s[2] == 1) {
+        if (w.stride[2] == 1) {
           forward_plane<1, T, J>(xs, os, is, op.sK, g, w, best.data(), where.data());
-        } else if (s[2] == 2) {
+        } else if (w.stride[2] == 2) {
           forward_plane<2, T, J>(xs, os, is, op.sK, g, w, best.data(), where.data());
         } else {
           forward_plane<0, T, J>(xs, os, is, op.sK, g, w, best.data(), where.data());
@@ -910,7 +923,7 @@ void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const
           for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
             A value;
             int64_t index;
-            window_max<A, int64_t>(at, od, oh, ow, g.D, g.H, g.W, k, s, p, d, value, index);
+            plane_window_max(at, od, oh, ow, g, w, value, index);
             os[o * op.sK] = xs[index * sK];  // the element itself: its bits, NaN payloads too
             is[o * op.sK] = index;
           }
