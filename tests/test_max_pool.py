@@ -300,6 +300,43 @@ def test_forward_rows_of_whole_vectors_end_at_the_last_element(dtype):
             assert torch.equal(got[0].nan_to_num(), want[0].nan_to_num())
 
 
+@pytest.mark.parametrize("window", [(3, 2, 1, 1), (3, 1, 1, 2), ((2, 3, 3), (1, 2, 1), (1, 1, 0), (2, 1, 1))],
+                         ids=["k3s2p1", "k3s1p1d2", "mixed"])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last_3d"])
+def test_backward_takes_exactly_the_taps_of_each_window(window, layout):
+    """Row 12 at every pooled position, windows in the padding included: an
+    index is accepted iff it is a tap of its own window inside self, tried
+    for every value from -1 to D*H*W. A position one row or plane before a
+    window that starts in the padding is the flat neighbour of a tap outside
+    self, and is refused."""
+    k, s, p, d = window
+    x = torch.randn(1, 2, 4, 5, 6)
+    _, idx = ta.max_pool3d_with_indices(x, *window)
+    k3, s3, p3, d3 = ([v] * 3 if isinstance(v, int) else list(v) for v in (k, s, p, d))
+    size, pooled = x.shape[2:], idx.shape[2:]
+
+    def taps(o):  # the window's taps inside self, as flat positions
+        axes = [[o[a] * s3[a] - p3[a] + t * d3[a] for t in range(k3[a])] for a in range(3)]
+        axes = [[c for c in axis if 0 <= c < size[a]] for a, axis in enumerate(axes)]
+        return {(z * size[1] + y) * size[2] + w for z in axes[0] for y in axes[1] for w in axes[2]}
+
+    go = torch.ones(idx.shape)
+    checked = 0
+    for o in [(a, b, c) for a in range(pooled[0]) for b in range(pooled[1]) for c in range(pooled[2])]:
+        inside = taps(o)
+        for v in range(-1, x[0, 0].numel() + 1):
+            bad = idx.clone()
+            bad[0, 1][o] = v
+            call = lambda: ta.max_pool3d_with_indices_backward(go, make_layout(x, layout), bad, *window)
+            if v in inside:
+                call()
+            else:
+                with pytest.raises(IndexError, match="is not a position of that output's pooling window"):
+                    call()
+            checked += 1
+    assert checked == idx[0, 0].numel() * (x[0, 0].numel() + 2)
+
+
 def test_backward_paths_match_aten_and_find_the_first_bad_index():
     """The CPU backward's paths (the write pass of disjoint windows, packed or
     not, with clamped windows at the edges; the scatter of overlapping ones;

@@ -105,48 +105,57 @@ inline bool tap_of(int64_t v, int64_t od, int64_t oh, int64_t ow, const Geometry
          in_window<int64_t>(x, ow, w.kernel[2], w.stride[2], w.padding[2], w.dilation[2]);
 }
 
-// Row 12 for the scatters, index by index, as tap_of but faster for most
-// windows: one whose taps all lie inside self ("interior") has the same taps
-// relative to its first position `base` as any other, so v is one of them
-// iff v - base is a tap's offset, looked up in a table of the span's
-// offsets (v is then inside self too: a position's flat (D, H, W) form is
-// unique). Other windows, or all where the span exceeds kMaxSpan entries,
-// use tap_of.
+// Row 12 for the scatters, index by index, as tap_of without splitting v.
+// The window of pooled position (od, oh, ow) starts at (z0, y0, x0) =
+// (od, oh, ow) * stride - padding, maybe in the padding, at flat position
+// base = (z0 * H + y0) * W + x0, and its tap (i, j, l) lies at base +
+// (i * dilation_D * H + j * dilation_H) * W + l * dilation_W. Where the
+// kernel reaches less than W along W and less than H along H, no two taps
+// share that offset, so a table of the span's offsets names the tap at each
+// offset, as one bit per axis (bit i, bit kAxisBits + j and bit 2 *
+// kAxisBits + l). v is a tap of the window iff v - base is in the table and
+// each of those bits is one of the window's taps inside self (tap_range's,
+// per axis: then v's flat (D, H, W) form is that tap's, inside self): one
+// mask test, for a window in the padding as for one inside. Where the table
+// does not apply (a kernel wider than self, a span of more than kMaxSpan
+// entries or a kernel of more than kAxisBits taps on an axis), every window
+// uses tap_of.
 class TapCheck {
  public:
   static constexpr int64_t kMaxSpan = int64_t(1) << 20;
+  static constexpr int kAxisBits = 10;
 
-  // One window's part of the check: its base, and whether the table applies.
+  // One window's part of the check: its base, and the table bits that are
+  // not its taps inside self.
   struct Taps {
     int64_t od, oh, ow, base;
-    bool table;
+    uint32_t outside;
   };
 
   TapCheck(const Geometry& g, const Window& w) : g_(g), w_(w), split_(g) {
     const int64_t size[3] = {g.D, g.H, g.W}, pooled[3] = {g.oD, g.oH, g.oW}, unit[3] = {g.H * g.W, g.W, 1};
     int64_t span = 1;
+    bool fits = true;  // (the kernel's taps in kAxisBits per axis, at distinct offsets)
     for (int a = 0; a < 3; ++a) {
       const int64_t reach = (w.kernel[a] - 1) * w.dilation[a];  // < size + 2 * padding (the contract)
       span = reach > (kMaxSpan - span) / unit[a] ? kMaxSpan + 1 : span + reach * unit[a];
-      inner_[a].resize(pooled[a]);
-      offset_[a].resize(pooled[a]);
+      fits = fits && w.kernel[a] <= kAxisBits && (a == 0 || reach < size[a]);
+      axis_[a].resize(pooled[a]);
       for (int64_t o = 0; o < pooled[a]; ++o) {
         int64_t lo, hi;
         const int64_t start = o * w.stride[a] - w.padding[a];
         tap_range<int64_t>(start, size[a], w.kernel[a], w.dilation[a], lo, hi);
-        inner_[a][o] = lo == 0 && hi == w.kernel[a];
-        offset_[a][o] = inner_[a][o] ? start * unit[a] : 0;  // (only an interior window's base is formed)
+        const uint32_t taps = fits && hi > lo ? ((1u << (hi - lo)) - 1u) << lo : 0u;
+        axis_[a][o] = {start * unit[a], taps << (a * kAxisBits)};
       }
     }
-    if (span > kMaxSpan) {
-      std::fill(inner_[0].begin(), inner_[0].end(), 0);
-      return;
-    }
-    table_.assign(span, 0);
+    if (span > kMaxSpan || !fits) return;  // (table_ stays empty: tap_of)
+    table_.assign(span, kNoTap);
     for (int64_t i = 0; i < w.kernel[0]; ++i) {
       for (int64_t j = 0; j < w.kernel[1]; ++j) {
         for (int64_t l = 0; l < w.kernel[2]; ++l) {
-          table_[(i * w.dilation[0] * g.H + j * w.dilation[1]) * g.W + l * w.dilation[2]] = 1;
+          table_[(i * w.dilation[0] * g.H + j * w.dilation[1]) * g.W + l * w.dilation[2]] =
+              (1u << i) | (1u << (kAxisBits + j)) | (1u << (2 * kAxisBits + l));
         }
       }
     }
@@ -154,26 +163,50 @@ class TapCheck {
 
   const Split& split() const { return split_; }
 
-  Taps at(int64_t od, int64_t oh, int64_t ow) const {
-    return {od, oh, ow, offset_[0][od] + offset_[1][oh] + offset_[2][ow],
-            static_cast<bool>(inner_[0][od] & inner_[1][oh] & inner_[2][ow])};
+  // A pooled row's part of its windows' checks, and window ow's.
+  struct Row {
+    int64_t od, oh, offset;
+    uint32_t taps;
+  };
+
+  Row row(int64_t od, int64_t oh) const {
+    const Axis &d = axis_[0][od], &h = axis_[1][oh];
+    return {od, oh, d.offset + h.offset, d.taps | h.taps};
   }
+
+  Taps at(const Row& r, int64_t ow) const {
+    const Axis& x = axis_[2][ow];
+    return {r.od, r.oh, ow, r.offset + x.offset, ~(r.taps | x.taps)};
+  }
+
+  Taps at(int64_t od, int64_t oh, int64_t ow) const { return at(row(od, oh), ow); }
 
   // Whether flat input position v is a tap of the window t.
   bool has(const Taps& t, int64_t v) const {
-    if (C10_LIKELY(t.table)) {
-      const uint64_t rel = static_cast<uint64_t>(v) - static_cast<uint64_t>(t.base);
-      return rel < table_.size() && table_[rel];
-    }
-    return tap_of(v, t.od, t.oh, t.ow, g_, w_, split_);
+    return C10_LIKELY(tabled()) ? in_table(t, v) : tap_of(v, t.od, t.oh, t.ow, g_, w_, split_);
+  }
+
+  // Whether the table applies, and has() where it does.
+  bool tabled() const { return !table_.empty(); }
+
+  bool in_table(const Taps& t, int64_t v) const {
+    const uint64_t rel = static_cast<uint64_t>(v) - static_cast<uint64_t>(t.base);
+    return rel < table_.size() && (table_[rel] & t.outside) == 0;
   }
 
  private:
+  static constexpr uint32_t kNoTap = 1u << 31;  // (in every window's outside bits)
+
+  struct Axis {
+    int64_t offset;  // the window's start times the axis's flat unit
+    uint32_t taps;   // its taps inside self (tap_range's [lo, hi)), as the table's bits on this axis
+  };
+
   const Geometry& g_;
   const Window& w_;
   Split split_;
-  std::vector<uint8_t> inner_[3], table_;  // inner_: per axis, whether the window's taps all lie inside
-  std::vector<int64_t> offset_[3];         // per axis, an interior window's start times the axis's flat unit
+  std::vector<Axis> axis_[3];  // per axis, per pooled position
+  std::vector<uint32_t> table_;
 };
 
 // Row 12: IndexError naming the value, its position and its window.
@@ -198,18 +231,24 @@ inline bool adds_in_place(const Window& w) {
 template <typename A, typename T, typename I>
 int64_t scatter_plane(A* acc, const T* go, int64_t gK, const I* ix, int64_t xK, const Geometry& g,
                       const TapCheck& check) {
-  int64_t o = 0;
-  for (int64_t od = 0; od < g.oD; ++od) {
-    for (int64_t oh = 0; oh < g.oH; ++oh) {
-      for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
-        const int64_t v = static_cast<int64_t>(ix[o * xK]);
-        if (C10_UNLIKELY(!check.has(check.at(od, oh, ow), v))) return o;
-        A& d = acc[v];
-        d = static_cast<A>(static_cast<at::opmath_type<A>>(d) + static_cast<at::opmath_type<A>>(go[o * gK]));
+  const auto scatter = [&](auto has) {
+    int64_t o = 0;
+    for (int64_t od = 0; od < g.oD; ++od) {
+      for (int64_t oh = 0; oh < g.oH; ++oh) {
+        const TapCheck::Row row = check.row(od, oh);
+        for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
+          const int64_t v = static_cast<int64_t>(ix[o * xK]);
+          if (C10_UNLIKELY(!has(check.at(row, ow), v))) return o;
+          A& d = acc[v];
+          d = static_cast<A>(static_cast<at::opmath_type<A>>(d) + static_cast<at::opmath_type<A>>(go[o * gK]));
+        }
       }
     }
-  }
-  return kNone;
+    return kNone;
+  };
+  // (the table's test chosen once per plane, not per index)
+  if (check.tabled()) return scatter([&](const TapCheck::Taps& t, int64_t v) { return check.in_table(t, v); });
+  return scatter([&](const TapCheck::Taps& t, int64_t v) { return check.has(t, v); });
 }
 
 // Channels per block of the channels_last_3d kernels: a cache line's worth.
