@@ -229,7 +229,9 @@ def test_forward_window_rule_on_every_path():
     rows of at most one vector, folded in registers, with left padding) give
     aten's NCDHW values and indices for random windows over data with ties,
     NaN and -inf, and each value is the element its index names, bit for bit
-    (NaN payloads, which aten's float16/bfloat16 results do not keep). aten's
+    (NaN payloads, which aten's float16/bfloat16 results do not keep). Small
+    NCDHW planes also fold K planes at once (a vector's lanes), as one run
+    of planes or, sliced from more channels, per N. aten's
     own channels_last_3d CPU kernel is not the reference: for a window whose
     taps are all -inf it returns an index without the window's depth offset
     (outside the window); docs/spec.md §9."""
@@ -244,7 +246,10 @@ def test_forward_window_rule_on_every_path():
         s = [pick(1, 3) for _ in range(3)]
         d = [(1, 1, 2)[pick(0, 2)] for _ in range(3)]
         p = [pick(0, kk // 2) for kk in k]
-        size = [pick(1, 9), pick(1, 9), pick(1, 9) if trial % 2 else pick(30, 80)]
+        # small planes (NCDHW: K planes' windows in the lanes of a vector, forward_plane_lanes, or
+        # rows of a vector of windows at most); wide rows; many rows of at most a vector of windows
+        size = ([pick(1, 9), pick(1, 9), pick(1, 9)], [pick(1, 9), pick(1, 9), pick(30, 80)],
+                [pick(100, 120), pick(10, 12), pick(9, 12)])[trial // 3 % 3]
         dtype = (torch.float32, torch.float64, torch.bfloat16, torch.float16)[(trial + trial // 4) % 4]
         channels = pick(1, 5) if pick(0, 1) else pick(16, 40)  # a vector of channels or more, and a tail
         x = torch.randint(-3, 3, (pick(1, 2), channels, *size), generator=gen).to(dtype)
@@ -261,8 +266,9 @@ def test_forward_window_rule_on_every_path():
             want_v, want_i = torch.ops.aten.max_pool3d_with_indices(x, k, s, p, d, ceil)
         except RuntimeError:
             continue  # outside aten's rules
-        for layout in ("contiguous", "channels_last_3d", "permuted", "sliced", "4d"):
-            xl = x[0] if layout == "4d" else make_layout(x, layout)
+        for layout in ("contiguous", "channels_last_3d", "permuted", "sliced", "4d", "channels of more"):
+            xl = (x[0] if layout == "4d" else torch.cat([x, x], 1)[:, :channels] if layout == "channels of more"
+                  else make_layout(x, layout))
             try:
                 got_v, got_i = ops.max_pool3d_with_indices(xl, k, s, p, d, ceil)
             except ValueError as e:  # a window with no tap inside self (row 9): refused, not computed

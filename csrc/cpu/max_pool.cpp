@@ -8,8 +8,10 @@
 // to many windows at once, branch-free (fold_tap): NCDHW planes row by row
 // (one tap of every window of a pooled row, vectorised over the row: in
 // at::vec vectors where W's stride is 1 or 2, fold_tap_vectors, and a row of
-// at most one vector of windows with all its taps in registers), and
-// channels_last_3d over the channels; other strided planes per window.
+// at most one vector of windows with all its taps in registers, max_lanes),
+// or, small planes of narrow rows, K planes at once, transposed so that the
+// planes are a vector's lanes (forward_plane_lanes); channels_last_3d over
+// the channels; other strided planes per window.
 //
 // max_pool3d_with_indices_backward: grad_input = zeros(self's shape);
 // grad_input[n][c][indices[n][c][o]] += grad_output[n][c][o] for every pooled
@@ -705,6 +707,27 @@ inline void fold_lanes(const at::vec::Vectorized<float>& v, const at::vec::Vecto
   where = at::vec::Vectorized<int32_t>::blendv(where, at, at::vec::cast<int32_t>(take));
 }
 
+// window_max's step on a vector of windows whose values hold no NaN: the
+// running maximum, and v's position where it is greater. The maximum's
+// chain from tap to tap is one instruction (a small row's taps all fold
+// into one vector, so that chain sets the pace), not window_max's compare
+// and selects. A NaN is not ordered by it: nan marks the lanes that saw one,
+// whose windows the caller folds by window_max's own rule. best's -0 or +0
+// may be either tap's, so the result is read at the position.
+inline void max_lanes(const at::vec::Vectorized<float>& v, const at::vec::Vectorized<int32_t>& at,
+                      at::vec::Vectorized<float>& best, at::vec::Vectorized<int32_t>& where,
+                      at::vec::Vectorized<float>& nan) {
+#if defined(CPU_CAPABILITY_AVX512)
+  where = _mm512_mask_mov_epi32(where, _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ), at);
+  best = _mm512_max_ps(best, v);
+  nan = _mm512_add_ps(nan, _mm512_sub_ps(v, v));
+#else
+  where = at::vec::Vectorized<int32_t>::blendv(where, at, at::vec::cast<int32_t>(v > best));
+  best = at::vec::clamp_min(v, best);
+  nan = nan | v.isnan();
+#endif
+}
+
 // The lanes below m, as a blendv mask.
 inline at::vec::Vectorized<float> lanes_below(int64_t m) {
   using IVec = at::vec::Vectorized<int32_t>;
@@ -745,13 +768,13 @@ inline void fold_tap_vectors(const T* __restrict src, int64_t n, int32_t base, f
 
 // Writes n results and their positions (stride ok): the winning element
 // itself, so its bits (NaN payloads too): best holds it where the compute
-// type is the element type, else it is read again from self (position
-// where[i] at src[where[i] * sK + i * sI]).
-template <typename T, typename A, typename J>
+// type is the element type (unless kFromSelf), else it is read again from
+// self (position where[i] at src[where[i] * sK + i * sI]).
+template <typename T, typename A, typename J, bool kFromSelf = false>
 inline void store_result(T* out, int64_t* indices, int64_t ok, int64_t n, const A* best, const J* where,
                          const T* src, int64_t sK, int64_t sI) {
   for (int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<A, T>) {
+    if constexpr (std::is_same_v<A, T> && !kFromSelf) {
       out[i * ok] = best[i];
     } else {
       out[i * ok] = src[where[i] * sK + i * sI];
@@ -785,11 +808,11 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
       // windows one by one (window_max).
       const int64_t nv = g.oW - a0;  // (lane q: window a0 + q)
       const IVec step = IVec::arange(0, kStride);
-      const Vec row_lanes = lanes_below(nv);
       const auto at = [&](int64_t pos) { return static_cast<float>(xs[pos]); };
       for_each_pooled_row(g, w, [&](const PooledRow& r) {
         const int64_t x0 = a0 * st - p[2];  // (>= 0: every tap of the vector's windows is at or right of it)
-        Vec best_v(-std::numeric_limits<float>::infinity());
+        const Vec none(-std::numeric_limits<float>::infinity());
+        Vec best_v = none, nan_v(0.0f);
         IVec where_v = IVec(static_cast<int32_t>(r.input_row(r.lo0, r.lo1, g, w) + x0)) + step;  // (first taps)
         for (int64_t i = r.lo0; i < r.hi0; ++i) {
           for (int64_t j = r.lo1; j < r.hi1; ++j) {
@@ -798,20 +821,22 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
               const int64_t x = x0 + l * d[2];                              // (lane 0's tap l)
               const int64_t n = std::min(nv, (g.W - 1 - x) / st + 1);      // windows with tap l in the row
               const Vec v = load_taps<kStride>(xs + row + x, n, x + kStride * K <= g.W);
-              const Vec live = n == nv ? row_lanes : lanes_below(n);
-              fold_lanes(v, IVec(static_cast<int32_t>(row + x)) + step, best_v, where_v, &live);
+              max_lanes(n == nv ? v : Vec::blendv(none, v, lanes_below(n)), IVec(static_cast<int32_t>(row + x)) + step,
+                        best_v, where_v, nan_v);
             }
           }
         }
-        best_v.store(best + a0);
         where_v.store(where + a0);
         const int64_t od = r.o / (g.oH * g.oW), oh = r.o / g.oW % g.oH;
-        for (int64_t ow = 0; ow < a0; ++ow) {
-          int64_t index;
-          plane_window_max(at, od, oh, ow, g, w, best[ow], index);
-          where[ow] = static_cast<J>(index);
+        const uint32_t nan_lanes = ~static_cast<uint32_t>(nan_v.zero_mask());
+        for (int64_t ow = 0; ow < g.oW; ++ow) {
+          if (ow < a0 || ((nan_lanes >> (ow - a0)) & 1u)) {  // (a window that starts in the padding, or saw a NaN)
+            int64_t index;
+            plane_window_max(at, od, oh, ow, g, w, best[ow], index);
+            where[ow] = static_cast<J>(index);
+          }
         }
-        store_result(os + r.o * oK, is + r.o * oK, oK, g.oW, best, where, xs, 1, 0);
+        store_result<T, A, J, true>(os + r.o * oK, is + r.o * oK, oK, g.oW, best, where, xs, 1, 0);
         return kNone;
       });
       return;
@@ -898,6 +923,110 @@ inline void forward_channels_last_vectors(float* out, int64_t* ix, Planes op, co
   });
 }
 
+// Whether forward_plane_lanes beats the row-wise forward_plane: planes
+// small enough for K planes' transposed copy in L2 (256 KiB), rows of fewer
+// windows than a vector has lanes, and fewer vector folds per window. The
+// row-wise path (W stride 1 or 2) folds a row's a0 windows that start in
+// the padding tap by tap (about a fold a tap) and the rest in one vector;
+// the lanes path folds K planes' window at once, and its transposes and
+// plane-by-plane stores cost about 2 folds a window (measured: 2x2x2 and
+// 3x3x3 windows of 8^3 to 24^3 planes, docs/performance.md).
+inline bool lanes_of_planes(const Geometry& g, const Window& w) {
+  constexpr int64_t K = at::vec::Vectorized<float>::size();
+  if (g.oW >= K || g.S > (int64_t(1) << 16) / K) return false;
+  if (w.stride[2] > 2) return true;  // (the row-wise path is not vectorised there)
+  const double taps = static_cast<double>(w.kernel[0] * w.kernel[1] * w.kernel[2]);
+  const int64_t a0 = std::min(g.oW, (w.padding[2] + w.stride[2] - 1) / w.stride[2]);
+  const double rows = (a0 < g.oW ? taps / static_cast<double>(g.oW - a0) : 0.0) +
+                      static_cast<double>(a0) * taps / static_cast<double>(g.oW);
+  return rows > taps / K + 2.0;
+}
+
+// dst[j * K + q] = src[q * ld + j] in float32 (widened), for m <= K planes q
+// and n positions j: K planes as the lanes of each position.
+template <typename T>
+void planes_to_lanes(const T* src, int64_t ld, int64_t m, int64_t n, float* rows, float* dst) {
+  constexpr int64_t K = at::vec::Vectorized<float>::size();
+  const float* f = nullptr;
+  int64_t fld = ld;
+  if constexpr (std::is_same_v<T, float>) {
+    f = src;
+  } else {  // (widened row by row into rows first: m x n floats)
+    for (int64_t q = 0; q < m; ++q) cpu::widen_row(src + q * ld, rows + q * n, n);
+    f = rows, fld = n;
+  }
+#if defined(CPU_CAPABILITY_AVX512)
+  at::vec::transpose_mxn<float>(f, fld, dst, K, static_cast<int>(m), static_cast<int>(n));
+#else
+  int64_t j = 0;
+#if defined(CPU_CAPABILITY_AVX2)
+  static_assert(K == 8);
+  if (m == K) {
+    for (; j + K <= n; j += K) at::vec::transpose_mxn<float, 8, 8>(f + j, fld, dst + j * K, K);
+  }
+#endif
+  for (int64_t q = 0; q < m; ++q) {
+    for (int64_t i = j; i < n; ++i) dst[i * K + q] = f[q * fld + i];
+  }
+#endif
+}
+
+// The NCDHW forward of small planes (lanes_of_planes), K planes at a time,
+// K the float32 vector's lanes: the planes' positions transposed into
+// lanes (planes_to_lanes), then each window's taps folded as the
+// channels_last_3d forward folds its channels, and stored plane by plane.
+template <typename T>
+void forward_plane_lanes(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const Geometry& g, const Window& w) {
+  using Vec = at::vec::Vectorized<float>;
+  using IVec = at::vec::Vectorized<int32_t>;
+  constexpr int64_t K = Vec::size();
+  static_assert(IVec::size() == K);
+  // Blocks of K planes of one n, or of the N x C planes as one run where
+  // they are evenly strided (a dense self).
+  const bool run = xp.sN == g.C * xp.sC;
+  const int64_t per_n = (g.C + K - 1) / K, planes = g.N * g.C;
+  const int64_t blocks = run ? (planes + K - 1) / K : g.N * per_n;
+  // Tasks: a block's pooled D rows in parts where the blocks alone are fewer
+  // than the threads; a task transposes the input D planes its windows reach.
+  const int64_t parts = std::min(g.oD, std::max<int64_t>(1, (at::get_num_threads() + blocks - 1) / blocks));
+  const int64_t taps = w.kernel[0] * w.kernel[1] * w.kernel[2], HW = g.H * g.W;
+  const int64_t reach = (w.kernel[0] - 1) * w.dilation[0] + 1;
+  at::parallel_for(0, blocks * parts, cpu::grain_for(8 * K * g.oS / parts * taps), [&](int64_t b, int64_t e) {
+    std::vector<float> lanes(g.S * K), rows(std::is_same_v<T, float> ? 0 : K * g.S);
+    alignas(64) int32_t where[K];
+    alignas(64) float best[K];
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t block = t / parts, part = t % parts;
+      const int64_t p0 = run ? block * K : block / per_n * g.C + block % per_n * K;  // (flat plane n * C + c)
+      const int64_t m = run ? std::min(K, planes - p0) : std::min(K, g.C - block % per_n * K);
+      const int64_t od0 = part * g.oD / parts, od1 = (part + 1) * g.oD / parts;
+      const int64_t z0 = std::max<int64_t>(0, od0 * w.stride[0] - w.padding[0]);
+      const int64_t z1 = std::min(g.D, (od1 - 1) * w.stride[0] - w.padding[0] + reach);
+      const T* src = x + p0 / g.C * xp.sN + p0 % g.C * xp.sC;
+      planes_to_lanes(src + z0 * HW, xp.sC, m, (z1 - z0) * HW, rows.data(), lanes.data() + z0 * HW * K);
+      const auto fold = [&](int64_t, int64_t o, int64_t first, const auto& taps_of) {
+        Vec best_v(-std::numeric_limits<float>::infinity());
+        IVec where_v(static_cast<int32_t>(first));
+        taps_of([&](int64_t pos) {
+          fold_lanes(Vec::loadu(lanes.data() + pos * K), IVec(static_cast<int32_t>(pos)), best_v, where_v);
+        });
+        best_v.store(best);
+        where_v.store(where);
+        for (int64_t q = 0; q < m; ++q) {
+          const int64_t p = p0 + q, at = p / g.C * op.sN + p % g.C * op.sC + o * op.sK;
+          if constexpr (std::is_same_v<T, float>) {
+            out[at] = best[q];  // (the element's own bits: fold_lanes selects, never computes)
+          } else {
+            out[at] = src[q * xp.sC + where[q]];
+          }
+          ix[at] = where[q];
+        }
+      };
+      for_each_channels_last_window(od0 * g.oH, od1 * g.oH, g, w, fold);  // (n = 0: the rows of one plane)
+    }
+  });
+}
+
 template <typename T, typename J>
 void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const Geometry& g, const Window& w) {
   using A = at::opmath_type<T>;
@@ -931,6 +1060,9 @@ void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const
       });
     });
     return;
+  }
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<J, int32_t>) {
+    if (xp.sK == 1 && lanes_of_planes(g, w)) return forward_plane_lanes(out, ix, op, x, xp, g, w);
   }
   // (a tap counts as 8 elements of work: a tap folded costs more than an
   // element of an elementwise op, and a small model's planes then split over
