@@ -61,6 +61,20 @@ for dtype in (torch.float32, torch.bfloat16):
                 want = theirs(g.float(), [5, 6, ow], [2, 2, 3, 4, iw]).to(dtype)
                 assert torch.equal(ours(g, [5, 6, ow], [2, 2, 3, 4, iw]), want), (dtype, iw, ow)
                 checked += 1
+# max_pool3d forwards: small NCDHW planes folded K at a time (whole and partial blocks of planes),
+# many rows of at most one vector of windows (the NaN lanes folded again by window_max), wide rows;
+# aten's NCDHW indices exactly, and its values
+import torch.nn.functional as F
+for dtype in (torch.float32, torch.bfloat16):
+    for shape, window in (((2, 9, 8, 8, 8), (3, 2, 1, 1)), ((1, 20, 5, 6, 7), (2, 1, 0, 1)),
+                          ((1, 17, 6, 7, 6), ((2, 3, 3), (1, 2, 3), (1, 1, 1), (2, 1, 1))),
+                          ((2, 3, 90, 12, 10), (3, 2, 1, 1)), ((1, 2, 4, 4, 50), (3, 2, 1, 1))):
+        x = torch.randint(-3, 3, shape).to(dtype)
+        x[torch.rand(shape) < 0.05] = float("nan")
+        v, i = torch_aclnn.max_pool3d_with_indices(x, *window)
+        want_v, want_i = F.max_pool3d(x, *window, return_indices=True)
+        assert torch.equal(i, want_i) and torch.equal(v.nan_to_num(), want_v.nan_to_num()), (dtype, shape, window)
+        checked += 1
 print("checked", checked)
 """
 
