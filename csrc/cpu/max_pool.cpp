@@ -711,22 +711,46 @@ inline void fold_lanes(const at::vec::Vectorized<float>& v, const at::vec::Vecto
 // running maximum, and v's position where it is greater. The maximum's
 // chain from tap to tap is one instruction (a small row's taps all fold
 // into one vector, so that chain sets the pace), not window_max's compare
-// and selects. A NaN is not ordered by it: nan marks the lanes that saw one,
-// whose windows the caller folds by window_max's own rule. best's -0 or +0
-// may be either tap's, so the result is read at the position.
+// and selects. A NaN is not ordered by it: NanLanes marks the lanes that
+// saw one, whose windows the caller folds by window_max's own rule. best's
+// -0 or +0 may be either tap's, so the result is read at the position.
 inline void max_lanes(const at::vec::Vectorized<float>& v, const at::vec::Vectorized<int32_t>& at,
-                      at::vec::Vectorized<float>& best, at::vec::Vectorized<int32_t>& where,
-                      at::vec::Vectorized<float>& nan) {
+                      at::vec::Vectorized<float>& best, at::vec::Vectorized<int32_t>& where) {
 #if defined(CPU_CAPABILITY_AVX512)
   where = _mm512_mask_mov_epi32(where, _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ), at);
   best = _mm512_max_ps(best, v);
-  nan = _mm512_add_ps(nan, _mm512_sub_ps(v, v));
 #else
   where = at::vec::Vectorized<int32_t>::blendv(where, at, at::vec::cast<int32_t>(v > best));
   best = at::vec::clamp_min(v, best);
-  nan = nan | v.isnan();
 #endif
 }
+
+// The lanes that held a NaN in any of the vectors added (bit i: lane i).
+class NanLanes {
+ public:
+  void add(const at::vec::Vectorized<float>& v) {
+#if defined(CPU_CAPABILITY_AVX512)
+    seen_ |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+#else
+    seen_ = seen_ | v.isnan();
+#endif
+  }
+
+  uint32_t bits() const {
+#if defined(CPU_CAPABILITY_AVX512)
+    return seen_;
+#else
+    return ~static_cast<uint32_t>(seen_.zero_mask());
+#endif
+  }
+
+ private:
+#if defined(CPU_CAPABILITY_AVX512)
+  __mmask16 seen_ = 0;
+#else
+  at::vec::Vectorized<float> seen_{0.0f};
+#endif
+};
 
 // The lanes below m, as a blendv mask.
 inline at::vec::Vectorized<float> lanes_below(int64_t m) {
@@ -812,7 +836,8 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
       for_each_pooled_row(g, w, [&](const PooledRow& r) {
         const int64_t x0 = a0 * st - p[2];  // (>= 0: every tap of the vector's windows is at or right of it)
         const Vec none(-std::numeric_limits<float>::infinity());
-        Vec best_v = none, nan_v(0.0f);
+        Vec best_v = none;
+        NanLanes nan;
         IVec where_v = IVec(static_cast<int32_t>(r.input_row(r.lo0, r.lo1, g, w) + x0)) + step;  // (first taps)
         for (int64_t i = r.lo0; i < r.hi0; ++i) {
           for (int64_t j = r.lo1; j < r.hi1; ++j) {
@@ -821,14 +846,15 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
               const int64_t x = x0 + l * d[2];                              // (lane 0's tap l)
               const int64_t n = std::min(nv, (g.W - 1 - x) / st + 1);      // windows with tap l in the row
               const Vec v = load_taps<kStride>(xs + row + x, n, x + kStride * K <= g.W);
+              nan.add(v);  // (the lanes past n: +0)
               max_lanes(n == nv ? v : Vec::blendv(none, v, lanes_below(n)), IVec(static_cast<int32_t>(row + x)) + step,
-                        best_v, where_v, nan_v);
+                        best_v, where_v);
             }
           }
         }
         where_v.store(where + a0);
         const int64_t od = r.o / (g.oH * g.oW), oh = r.o / g.oW % g.oH;
-        const uint32_t nan_lanes = ~static_cast<uint32_t>(nan_v.zero_mask());
+        const uint32_t nan_lanes = nan.bits();
         for (int64_t ow = 0; ow < g.oW; ++ow) {
           if (ow < a0 || ((nan_lanes >> (ow - a0)) & 1u)) {  // (a window that starts in the padding, or saw a NaN)
             int64_t index;
