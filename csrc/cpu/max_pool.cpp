@@ -671,6 +671,12 @@ inline void fold_tap(const T* __restrict src, int64_t stride, int64_t n, J base,
   }
 }
 
+// The windows of a pooled row that start in W's left padding (ceil(p / s)),
+// at most the row's oW.
+inline int64_t left_padding_windows(const Geometry& g, const Window& w) {
+  return std::min(g.oW, (w.padding[2] + w.stride[2] - 1) / w.stride[2]);
+}
+
 // The contract's window_max for pooled position (od, oh, ow) of a plane
 // whose flat position pos at() reads in A.
 template <typename A, typename At>
@@ -752,6 +758,18 @@ class NanLanes {
 #endif
 };
 
+// window_max over one window for K lanes at once (channels, or planes
+// transposed into lanes): from -inf at the window's first tap, each tap
+// taps_of gives folded in (fold_lanes), tap pos's lanes read by load(pos).
+template <typename Taps, typename Load>
+inline void fold_window(const Taps& taps_of, int64_t first, Load load, at::vec::Vectorized<float>& best,
+                        at::vec::Vectorized<int32_t>& where) {
+  using IVec = at::vec::Vectorized<int32_t>;
+  best = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());
+  where = IVec(static_cast<int32_t>(first));
+  taps_of([&](int64_t pos) { fold_lanes(load(pos), IVec(static_cast<int32_t>(pos)), best, where); });
+}
+
 // The lanes below m, as a blendv mask.
 inline at::vec::Vectorized<float> lanes_below(int64_t m) {
   using IVec = at::vec::Vectorized<int32_t>;
@@ -825,7 +843,7 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
     using Vec = at::vec::Vectorized<float>;
     using IVec = at::vec::Vectorized<int32_t>;
     constexpr int64_t K = Vec::size();
-    const int64_t a0 = (p[2] + st - 1) / st;  // the windows that start in the padding on the left
+    const int64_t a0 = left_padding_windows(g, w);
     if (g.oW <= K + a0 && g.oW > a0) {
       // Rows of at most one vector of windows past those (a small model's):
       // a pooled row's taps folded in registers, stored once; the first a0
@@ -930,13 +948,12 @@ inline void forward_channels_last_vectors(float* out, int64_t* ix, Planes op, co
       int64_t* is = ix + n * op.sN + o * op.sK;
       for (int64_t c0 = 0; c0 < g.C; c0 += K) {
         const int nc = static_cast<int>(std::min(K, g.C - c0));
-        Vec best(-std::numeric_limits<float>::infinity());
-        IVec at_(static_cast<int32_t>(first));
-        taps([&](int64_t pos) {
+        Vec best;
+        IVec at_;
+        fold_window(taps, first, [&](int64_t pos) {
           const float* xt = xn + pos * xp.sK + c0;
-          const Vec v = nc == K ? Vec::loadu(xt) : Vec::loadu(xt, nc);
-          fold_lanes(v, IVec(static_cast<int32_t>(pos)), best, at_);
-        });
+          return nc == K ? Vec::loadu(xt) : Vec::loadu(xt, nc);
+        }, best, at_);
         at_.store(where);
         if (nc == K) {
           best.store(os + c0);
@@ -962,7 +979,7 @@ inline bool lanes_of_planes(const Geometry& g, const Window& w) {
   if (g.oW >= K || g.S > (int64_t(1) << 16) / K) return false;
   if (w.stride[2] > 2) return true;  // (the row-wise path is not vectorised there)
   const double taps = static_cast<double>(w.kernel[0] * w.kernel[1] * w.kernel[2]);
-  const int64_t a0 = std::min(g.oW, (w.padding[2] + w.stride[2] - 1) / w.stride[2]);
+  const int64_t a0 = left_padding_windows(g, w);
   const double rows = (a0 < g.oW ? taps / static_cast<double>(g.oW - a0) : 0.0) +
                       static_cast<double>(a0) * taps / static_cast<double>(g.oW);
   return rows > taps / K + 2.0;
@@ -1031,11 +1048,9 @@ void forward_plane_lanes(T* out, int64_t* ix, Planes op, const T* x, Planes xp, 
       const T* src = x + p0 / g.C * xp.sN + p0 % g.C * xp.sC;
       planes_to_lanes(src + z0 * HW, xp.sC, m, (z1 - z0) * HW, rows.data(), lanes.data() + z0 * HW * K);
       const auto fold = [&](int64_t, int64_t o, int64_t first, const auto& taps_of) {
-        Vec best_v(-std::numeric_limits<float>::infinity());
-        IVec where_v(static_cast<int32_t>(first));
-        taps_of([&](int64_t pos) {
-          fold_lanes(Vec::loadu(lanes.data() + pos * K), IVec(static_cast<int32_t>(pos)), best_v, where_v);
-        });
+        Vec best_v;
+        IVec where_v;
+        fold_window(taps_of, first, [&](int64_t pos) { return Vec::loadu(lanes.data() + pos * K); }, best_v, where_v);
         best_v.store(best);
         where_v.store(where);
         for (int64_t q = 0; q < m; ++q) {
