@@ -75,6 +75,24 @@ for dtype in (torch.float32, torch.bfloat16):
         want_v, want_i = F.max_pool3d(x, *window, return_indices=True)
         assert torch.equal(i, want_i) and torch.equal(v.nan_to_num(), want_v.nan_to_num()), (dtype, shape, window)
         checked += 1
+# channels_last_3d forwards (vectors of channels and a tail): aten's NCDHW indices, and each value the
+# element its index names, bit for bit (NaN payloads, -0 tying +0; bfloat16 stored from the top bits)
+def bits(t):
+    return t.view({2: torch.int16, 4: torch.int32}[t.element_size()])
+for dtype in (torch.float32, torch.bfloat16, torch.float16):
+    for shape, window in (((2, 20, 6, 7, 8), (3, 2, 1, 1)), ((1, 3, 5, 6, 7), (2, 1, 0, 1)),
+                          ((1, 40, 4, 5, 6), (2, 2, 0, 1))):
+        x = torch.randint(-3, 3, shape).to(dtype)
+        x[(x == 0) & (torch.rand(shape) < 0.5)] = -0.0
+        nan = torch.rand(shape) < 0.05
+        x[nan] = float("nan")
+        b = bits(x)
+        b[nan] ^= torch.randint(1, 64, (int(nan.sum()),)).to(b.dtype)
+        want_i = F.max_pool3d(x, *window, return_indices=True)[1]
+        v, i = torch_aclnn.max_pool3d_with_indices(x.contiguous(memory_format=torch.channels_last_3d), *window)
+        named = bits(x).flatten(2).gather(2, i.flatten(2)).view(i.shape)
+        assert torch.equal(i, want_i) and torch.equal(bits(v), named), (dtype, shape, window)
+        checked += 1
 print("checked", checked)
 """
 

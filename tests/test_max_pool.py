@@ -227,8 +227,8 @@ def test_forward_window_rule_on_every_path():
     another, channels_last_3d with whole vectors of channels and a tail,
     strided planes, 4-D; rows of whole vectors of windows and a tail, and
     rows of at most one vector, folded in registers, with left padding) give
-    aten's NCDHW values and indices for random windows over data with ties,
-    NaN and -inf, and each value is the element its index names, bit for bit
+    aten's NCDHW values and indices for random windows over data with ties
+    (-0 against +0 too), NaN and -inf, and each value is the element its index names, bit for bit
     (NaN payloads, which aten's float16/bfloat16 results do not keep). Small
     NCDHW planes also fold K planes at once (a vector's lanes), as one run
     of planes or, sliced from more channels, per N. aten's
@@ -261,6 +261,8 @@ def test_forward_window_rule_on_every_path():
             bits[(special < 0.05) & x.isnan()] |= torch.tensor(-1, dtype=bits.dtype).bitwise_left_shift(
                 8 * x.element_size() - 1)
         x[special > 0.6] = float("-inf") if trial % 3 == 1 else x[special > 0.6]
+        if trial % 3 == 2:  # -0 and +0 tie: the value is the element at its index, sign included
+            x[(x == 0) & (special < 0.4)] = -0.0
         ceil = trial % 5 == 0
         try:
             want_v, want_i = torch.ops.aten.max_pool3d_with_indices(x, k, s, p, d, ceil)

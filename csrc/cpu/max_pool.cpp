@@ -707,10 +707,18 @@ inline at::vec::Vectorized<float> load_taps(const T* __restrict x, int64_t m, bo
 inline void fold_lanes(const at::vec::Vectorized<float>& v, const at::vec::Vectorized<int32_t>& at,
                        at::vec::Vectorized<float>& best, at::vec::Vectorized<int32_t>& where,
                        const at::vec::Vectorized<float>* live = nullptr) {
+#if defined(CPU_CAPABILITY_AVX512)
+  // (in mask registers: at::vec's compares make vectors of the masks, and blendv masks again)
+  __mmask16 take = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  if (live != nullptr) take &= _mm512_movepi32_mask(_mm512_castps_si512(*live));
+  best = _mm512_mask_mov_ps(best, take, v);
+  where = _mm512_mask_mov_epi32(where, take, at);
+#else
   auto take = (v > best) | (v != v);
   if (live != nullptr) take = take & *live;
   best = at::vec::Vectorized<float>::blendv(best, v, take);
   where = at::vec::Vectorized<int32_t>::blendv(where, at, at::vec::cast<int32_t>(take));
+#endif
 }
 
 // window_max's step on a vector of windows whose values hold no NaN: the
@@ -718,16 +726,18 @@ inline void fold_lanes(const at::vec::Vectorized<float>& v, const at::vec::Vecto
 // chain from tap to tap is one instruction (a small row's taps all fold
 // into one vector, so that chain sets the pace), not window_max's compare
 // and selects. A NaN is not ordered by it: NanLanes marks the lanes that
-// saw one, whose windows the caller folds by window_max's own rule. best's
-// -0 or +0 may be either tap's, so the result is read at the position.
+// saw one, whose windows the caller folds by window_max's own rule. On a
+// tie (-0 against +0 too) best keeps its own bits (maxps returns its second
+// operand where the two compare equal), so a lane without NaN holds the
+// element at its position, bit for bit.
 inline void max_lanes(const at::vec::Vectorized<float>& v, const at::vec::Vectorized<int32_t>& at,
                       at::vec::Vectorized<float>& best, at::vec::Vectorized<int32_t>& where) {
 #if defined(CPU_CAPABILITY_AVX512)
   where = _mm512_mask_mov_epi32(where, _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ), at);
-  best = _mm512_max_ps(best, v);
+  best = _mm512_max_ps(v, best);
 #else
   where = at::vec::Vectorized<int32_t>::blendv(where, at, at::vec::cast<int32_t>(v > best));
-  best = at::vec::clamp_min(v, best);
+  best = at::vec::clamp_min(best, v);  // (best < v ? v : best; AVX2: maxps(v, best))
 #endif
 }
 
@@ -768,6 +778,25 @@ inline void fold_window(const Taps& taps_of, int64_t first, Load load, at::vec::
   best = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());
   where = IVec(static_cast<int32_t>(first));
   taps_of([&](int64_t pos) { fold_lanes(load(pos), IVec(static_cast<int32_t>(pos)), best, where); });
+}
+
+// fold_window's result, the window's taps folded by their running maximum
+// (max_lanes: one instruction a tap on the chain from tap to tap, where
+// fold_lanes has a compare, an or and a select); only where a lane saw a
+// NaN, the window is folded again by fold_window.
+template <typename Taps, typename Load>
+inline void max_window(const Taps& taps_of, int64_t first, Load load, at::vec::Vectorized<float>& best,
+                       at::vec::Vectorized<int32_t>& where) {
+  using IVec = at::vec::Vectorized<int32_t>;
+  best = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());
+  where = IVec(static_cast<int32_t>(first));
+  NanLanes nan;
+  taps_of([&](int64_t pos) {
+    const auto v = load(pos);
+    nan.add(v);
+    max_lanes(v, IVec(static_cast<int32_t>(pos)), best, where);
+  });
+  if (nan.bits() != 0) fold_window(taps_of, first, load, best, where);
 }
 
 // The lanes below m, as a blendv mask.
@@ -928,39 +957,78 @@ inline bool positions_fit(const Geometry& g) {
   return g.S <= std::numeric_limits<J>::max() - 64;
 }
 
-// The channels_last_3d forward in float32 with int32 positions: per pooled
-// position and vector of channels, the window's taps folded in registers by
-// window_max's rule (taken where greater or NaN; from -inf at the first
-// tap's position, which keeps the first tap where none is taken), stored
-// once. The results of fold_tap over best/where arrays, without storing and
-// reloading them at every tap.
-inline void forward_channels_last_vectors(float* out, int64_t* ix, Planes op, const float* x, Planes xp,
-                                          const Geometry& g, const Window& w, int64_t grain) {
+// K pooled results of the vector folds, lanes below nc (the rest not
+// written): the values best holds, which are self's elements themselves
+// (max_window only selects, never computes), and their positions where, as
+// int64. float16/bfloat16 were widened: a bfloat16 is its float32's top 16
+// bits (widening only moves them), so those bits are stored back, NaN
+// payloads included; a float16 is read again from self at its position
+// (self_at(where)).
+template <typename T, typename SelfAt>
+inline void store_lanes(T* out, int64_t* ix, const at::vec::Vectorized<float>& best,
+                        const at::vec::Vectorized<int32_t>& where, int nc, SelfAt self_at) {
+  constexpr int K = at::vec::Vectorized<float>::size();
+#if defined(CPU_CAPABILITY_AVX512)
+  const __mmask16 live = static_cast<__mmask16>((1u << nc) - 1);
+  const __m512i w = where;
+  _mm512_mask_storeu_epi64(ix, static_cast<__mmask8>(live), _mm512_cvtepi32_epi64(_mm512_castsi512_si256(w)));
+  _mm512_mask_storeu_epi64(ix + 8, static_cast<__mmask8>(live >> 8),
+                           _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(w, 1)));
+  if constexpr (std::is_same_v<T, c10::BFloat16>) {
+    const __m256i top = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(best), 16));
+    return _mm256_mask_storeu_epi16(out, live, top);
+  }
+#else
+  alignas(64) int32_t at[K];
+  where.store(at);
+  for (int c = 0; c < nc; ++c) ix[c] = at[c];
+#if defined(CPU_CAPABILITY_AVX2)
+  if constexpr (std::is_same_v<T, c10::BFloat16>) {
+    const __m256i s = _mm256_srli_epi32(_mm256_castps_si256(best), 16);
+    const __m128i top = _mm_packus_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    if (nc == K) return _mm_storeu_si128(reinterpret_cast<__m128i*>(out), top);
+    alignas(16) c10::BFloat16 lanes[K];
+    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), top);
+    return static_cast<void>(std::copy_n(lanes, nc, out));
+  }
+#endif
+#endif
+  if constexpr (std::is_same_v<T, float>) {
+    return nc == K ? best.store(out) : best.store(out, nc);
+  } else {
+    alignas(64) int32_t pos[K];
+    where.store(pos);
+    for (int c = 0; c < nc; ++c) out[c] = self_at(pos[c], c);
+  }
+}
+
+// The channels_last_3d forward in float32 compare with int32 positions: per
+// pooled position and vector of channels, the window's taps folded in
+// registers by window_max's rule (taken where greater or NaN; from -inf at
+// the first tap's position, which keeps the first tap where none is taken),
+// stored once. The results of fold_tap over best/where arrays, without
+// storing and reloading them at every tap.
+template <typename T>
+void forward_channels_last_vectors(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const Geometry& g,
+                                   const Window& w, int64_t grain) {
   using Vec = at::vec::Vectorized<float>;
   using IVec = at::vec::Vectorized<int32_t>;
   static_assert(Vec::size() == IVec::size());
   constexpr int64_t K = Vec::size();
   at::parallel_for(0, g.N * g.oD * g.oH, grain, [&](int64_t b, int64_t e) {
-    int32_t where[K];
     for_each_channels_last_window(b, e, g, w, [&](int64_t n, int64_t o, int64_t first, const auto& taps) {
-      const float* xn = x + n * xp.sN;
-      float* os = out + n * op.sN + o * op.sK;
+      const T* xn = x + n * xp.sN;
+      T* os = out + n * op.sN + o * op.sK;
       int64_t* is = ix + n * op.sN + o * op.sK;
       for (int64_t c0 = 0; c0 < g.C; c0 += K) {
         const int nc = static_cast<int>(std::min(K, g.C - c0));
         Vec best;
         IVec at_;
-        fold_window(taps, first, [&](int64_t pos) {
-          const float* xt = xn + pos * xp.sK + c0;
-          return nc == K ? Vec::loadu(xt) : Vec::loadu(xt, nc);
+        max_window(taps, first, [&](int64_t pos) {
+          const T* xt = xn + pos * xp.sK + c0;
+          return nc == K ? cpu::widen(xt) : std::get<0>(cpu::load_pair(xt, nc));
         }, best, at_);
-        at_.store(where);
-        if (nc == K) {
-          best.store(os + c0);
-        } else {
-          best.store(os + c0, nc);
-        }
-        for (int c = 0; c < nc; ++c) is[c0 + c] = where[c];
+        store_lanes(os + c0, is + c0, best, at_, nc, [&](int32_t pos, int c) { return xn[pos * xp.sK + c0 + c]; });
       }
     });
   });
@@ -1050,13 +1118,13 @@ void forward_plane_lanes(T* out, int64_t* ix, Planes op, const T* x, Planes xp, 
       const auto fold = [&](int64_t, int64_t o, int64_t first, const auto& taps_of) {
         Vec best_v;
         IVec where_v;
-        fold_window(taps_of, first, [&](int64_t pos) { return Vec::loadu(lanes.data() + pos * K); }, best_v, where_v);
+        max_window(taps_of, first, [&](int64_t pos) { return Vec::loadu(lanes.data() + pos * K); }, best_v, where_v);
         best_v.store(best);
         where_v.store(where);
         for (int64_t q = 0; q < m; ++q) {
           const int64_t p = p0 + q, at = p / g.C * op.sN + p % g.C * op.sC + o * op.sK;
           if constexpr (std::is_same_v<T, float>) {
-            out[at] = best[q];  // (the element's own bits: fold_lanes selects, never computes)
+            out[at] = best[q];  // (the element's own bits: max_window only selects)
           } else {
             out[at] = src[q * xp.sC + where[q]];
           }
@@ -1077,7 +1145,7 @@ void forward_kernel(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const
     // position, the window's taps inside self in increasing (d, h, w), each
     // tap's channels together.
     const int64_t grain = cpu::grain_for(g.oW * g.C * window_taps);
-    if constexpr (std::is_same_v<T, float> && std::is_same_v<J, int32_t>) {
+    if constexpr (std::is_same_v<A, float> && std::is_same_v<J, int32_t>) {
       return forward_channels_last_vectors(out, ix, op, x, xp, g, w, grain);
     }
     at::parallel_for(0, g.N * g.oD * g.oH, grain, [&](int64_t b, int64_t e) {
