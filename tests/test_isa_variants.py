@@ -93,6 +93,22 @@ for dtype in (torch.float32, torch.bfloat16, torch.float16):
         named = bits(x).flatten(2).gather(2, i.flatten(2)).view(i.shape)
         assert torch.equal(i, want_i) and torch.equal(bits(v), named), (dtype, shape, window)
         checked += 1
+# channels_last_3d backward of disjoint windows (the write pass: vectors of channels and a tail): aten's
+# result, and an index outside its window raises
+window = ([2, 2, 2], [2, 2, 2], [0, 0, 0], [1, 1, 1], False)
+for dtype in (torch.float32, torch.bfloat16, torch.float16):
+    for channels in (3, 20):
+        x = torch.randn(2, channels, 4, 6, 8).to(dtype).contiguous(memory_format=torch.channels_last_3d)
+        v, i = F.max_pool3d(x, 2, 2, return_indices=True)
+        g = torch.randn(v.shape).to(dtype).contiguous(memory_format=torch.channels_last_3d)
+        got = torch.ops.torch_aclnn.max_pool3d_with_indices_backward(g, x, i, *window)
+        assert torch.equal(got, torch.ops.aten.max_pool3d_with_indices_backward(g, x, *window, i)), dtype
+        i[1, channels - 1, 1, 2, 3] = 0  # (its window starts at (2, 4, 6))
+        try:
+            torch.ops.torch_aclnn.max_pool3d_with_indices_backward(g, x, i, *window)
+            raise AssertionError("an index outside its window was taken")
+        except IndexError:
+            checked += 1
 print("checked", checked)
 """
 

@@ -1,7 +1,9 @@
 """Non-temporal ("streaming") stores: the elementwise driver shared by elu
 and smooth_l1 (csrc/cpu/elementwise.h), the upsample backward's x2 fold, its
 float32 permute-block rows (AVX-512) and its channels_last_3d pixel-vector
-rows write with them when their operands exceed the last-level cache.
+rows, and max_pool3d's channels_last_3d backward write pass (float32 in
+whole lines) write with them when their operands exceed the last-level
+cache.
 
 Those stores must not change a single bit: the same calls with every pass
 streamed (TORCH_ACLNN_STREAM_BYTES=0, read once at start-up, hence
@@ -87,6 +89,23 @@ for threads in (1, 2):
                 results.append(ops.upsample_nearest3d_backward(g, out_size, insz).contiguous())
                 o = torch.full(insz, float("nan"), dtype=dtype).contiguous(memory_format=torch.channels_last_3d)
                 ops.upsample_nearest3d_backward.grad_input(g, out_size, insz, grad_input=o)
+                results.append(o.contiguous())
+# max_pool3d backward, channels_last_3d, disjoint windows (the write pass): whole vectors of float32
+# channels (16, 32: 64-byte lines with AVX-512) stream; 20 channels, bfloat16 and a result at an element
+# offset do not
+window = ([2, 2, 2], [2, 2, 2], [0, 0, 0], [1, 1, 1], False)
+for threads in (1, 2):
+    torch.set_num_threads(threads)
+    for dtype in (torch.float32, torch.bfloat16):
+        for channels in (16, 20, 32):
+            x = torch.randn(2, channels, 4, 6, 8).to(dtype).contiguous(memory_format=torch.channels_last_3d)
+            v, i = ops.max_pool3d_with_indices(x, *window)
+            g = torch.randn(v.shape).to(dtype).contiguous(memory_format=torch.channels_last_3d)
+            results.append(ops.max_pool3d_with_indices_backward(g, x, i, *window).contiguous())
+            for shift in (0, 1):
+                o = torch.full((x.numel() + shift,), float("nan"), dtype=dtype)[shift:]
+                o = o.view(2, 4, 6, 8, channels).permute(0, 4, 1, 2, 3)  # (channels_last_3d strides)
+                ops.max_pool3d_with_indices_backward.grad_input(g, x, i, *window, grad_input=o)
                 results.append(o.contiguous())
 torch.save([r.view(torch.int16 if r.element_size() == 2 else torch.int32 if r.element_size() == 4 else torch.int64)
             for r in results], sys.argv[1])

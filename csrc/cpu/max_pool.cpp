@@ -358,6 +358,48 @@ inline T keep_if(bool keep, T v) {
   return v;
 }
 
+// Whether every flat position of self fits J (the vectorised forward's
+// position type: int32_t where it does, so positions and float32 values
+// share a vector's lanes), with room for the lanes of a partial vector past
+// the last (fold_tap_vectors computes their positions too).
+template <typename J>
+inline bool positions_fit(const Geometry& g) {
+  return g.S <= std::numeric_limits<J>::max() - 64;
+}
+
+// The first n <= K float32 lanes of v stored as T (nothing past n
+// written): float32 as they are; bfloat16 as each lane's top 16 bits, which
+// is exact, NaN payloads too, for a value widened from bfloat16 (widening
+// only moves the bits); float16 rounded, exact for a value widened from
+// float16 unless it is a NaN (its payload may change).
+template <typename T>
+inline void store_narrow(T* out, const at::vec::Vectorized<float>& v, int n) {
+  constexpr int K = at::vec::Vectorized<float>::size();
+  if constexpr (std::is_same_v<T, float>) {
+    return n == K ? v.store(out) : v.store(out, n);
+  } else if constexpr (std::is_same_v<T, c10::BFloat16>) {
+#if defined(CPU_CAPABILITY_AVX512)
+    const __m256i top = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+    return _mm256_mask_storeu_epi16(out, static_cast<__mmask16>((1u << n) - 1u), top);
+#else
+    alignas(64) T lanes[K];
+#if defined(CPU_CAPABILITY_AVX2)
+    const __m256i s = _mm256_srli_epi32(_mm256_castps_si256(v), 16);
+    const __m128i top = _mm_packus_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    if (n == K) return _mm_storeu_si128(reinterpret_cast<__m128i*>(out), top);
+    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), top);
+#else
+    alignas(64) uint32_t bits[K];
+    v.store(reinterpret_cast<float*>(bits));
+    for (int i = 0; i < n; ++i) lanes[i] = T(static_cast<uint16_t>(bits[i] >> 16), T::from_bits());
+#endif
+    std::copy_n(lanes, n, out);
+#endif
+  } else {
+    at::vec::convert_from_float<T>(v, v).store(out, n);
+  }
+}
+
 // The taps of n windows of one row of disjoint windows: window i's taps are
 // dst[i * s + l * d] (flat position pos0 + i * s + l * d), l in [0, k); each
 // gets the window's term where the window's index names it, else 0.
@@ -563,35 +605,86 @@ void write_channels_last(T* out, Planes op, const T* go, Planes gp, const I* ix,
     });
   }
   const int64_t window_taps = w.kernel[0] * w.kernel[1] * w.kernel[2];
-  at::parallel_for(0, g.N * g.oD * g.oH, cpu::grain_for(g.oW * g.C * window_taps), [&](int64_t b, int64_t e) {
-    std::vector<T> terms(g.C);
-    std::vector<int32_t> hits(g.C);
-    for_each_channels_last_window(b, e, g, w, [&](int64_t n, int64_t o, int64_t, const auto& taps) {
-      const T* gs = go + n * gp.sN + o * gp.sK;
-      const I* is = ix + n * xp.sN + o * xp.sK;
-      for (int64_t c = 0; c < g.C; ++c) {
-        terms[c] = first_term(gs[c]);
-        hits[c] = 0;
-      }
-      taps([&](int64_t pos) {
-        T* __restrict dst = out + n * op.sN + pos * op.sK;
-        const T* __restrict term = terms.data();
-        int32_t* __restrict hit = hits.data();
+  // Each index as its offset from the window's first tap (rel, in J: int32
+  // where self's positions fit, so a tap's compare and the term's select
+  // are as wide as the vector lanes allow), -1 where it is before the first
+  // tap or beyond J: a tap's offset is never -1. The taps inside self are
+  // distinct positions, so an index names at most one: it is a tap of its
+  // window iff one tap's compare took it (hit).
+  const auto run = [&](auto j) {
+    using J = decltype(j);
+    using Vec = at::vec::Vectorized<float>;
+    using IVec = at::vec::Vectorized<int32_t>;
+    // float32 compute with int32 offsets: K channels at a time in vectors,
+    // the hits in a register from tap to tap
+    constexpr bool kVectors = std::is_same_v<at::opmath_type<T>, float> && std::is_same_v<J, int32_t>;
+    constexpr int64_t K = kVectors ? Vec::size() : 1;
+    const int64_t padded = (g.C + K - 1) / K * K;  // (lanes past C: offset -1, no tap)
+    // Non-temporal stores where every store is a whole cache line (float32
+    // in 64-byte vectors, whole vectors of channels) and the operands
+    // outgrow the cache (cpu::stream_stores): the lines are written once.
+    const int64_t bytes = g.N * (g.S + g.oS) * g.C * static_cast<int64_t>(sizeof(T)) + g.N * g.oS * g.C * sizeof(I);
+    const bool stream = std::is_same_v<T, float> && K * sizeof(T) == 64 && g.C % K == 0 &&
+                        reinterpret_cast<uintptr_t>(out) % 64 == 0 && cpu::stream_stores(bytes);
+    at::parallel_for(0, g.N * g.oD * g.oH, cpu::grain_for(g.oW * g.C * window_taps), [&](int64_t b, int64_t e) {
+      std::vector<T> terms(padded);
+      std::vector<J> rel(padded, J(-1)), seen(kVectors ? 0 : g.C);
+      for_each_channels_last_window(b, e, g, w, [&](int64_t n, int64_t o, int64_t first, const auto& taps) {
+        const T* gs = go + n * gp.sN + o * gp.sK;
+        const I* is = ix + n * xp.sN + o * xp.sK;
+        T* dst = out + n * op.sN;
         for (int64_t c = 0; c < g.C; ++c) {
-          const bool mine = static_cast<int64_t>(is[c]) == pos;
-          dst[c] = keep_if(mine, term[c]);
-          hit[c] += mine;
+          terms[c] = first_term(gs[c]);
+          const int64_t r = static_cast<int64_t>(is[c]) - first;
+          rel[c] = r >= 0 && r <= std::numeric_limits<J>::max() ? static_cast<J>(r) : J(-1);
+        }
+        const auto missed = [&](int64_t c) { bad.note((n * g.C + c) * g.oS + o); };
+        if constexpr (kVectors) {
+          for (int64_t c0 = 0; c0 < g.C; c0 += K) {
+            const int nc = static_cast<int>(std::min(K, g.C - c0));
+            const IVec at_ = IVec::loadu(rel.data() + c0);
+            const Vec term = cpu::widen(terms.data() + c0);
+            IVec hit(0);
+            taps([&](int64_t pos) {
+              const IVec mine = at_ == IVec(static_cast<int32_t>(pos - first));
+              hit = hit | mine;
+              // (the term's bits or +0: exact in store_narrow, for every T)
+              const Vec v = term & at::vec::cast<float>(mine);
+              if constexpr (std::is_same_v<T, float>) {
+                if (stream) return cpu::store_vector(v, dst + pos * op.sK + c0, true);
+              }
+              store_narrow(dst + pos * op.sK + c0, v, nc);
+            });
+            const uint32_t none = static_cast<uint32_t>(at::vec::cast<float>(hit).zero_mask()) & ((1u << nc) - 1u);
+            if (C10_UNLIKELY(none != 0)) {
+              for (int c = 0; c < nc; ++c) {
+                if ((none >> c) & 1u) missed(c0 + c);
+              }
+            }
+          }
+        } else {
+          std::fill(seen.begin(), seen.end(), J(0));
+          taps([&](int64_t pos) {
+            T* __restrict d = dst + pos * op.sK;
+            const T* __restrict term = terms.data();
+            const J* __restrict at = rel.data();
+            J* __restrict hit = seen.data();
+            const J r = static_cast<J>(pos - first);
+            for (int64_t c = 0; c < g.C; ++c) {
+              const bool mine = at[c] == r;
+              d[c] = keep_if(mine, term[c]);
+              hit[c] |= static_cast<J>(mine);
+            }
+          });
+          for (int64_t c = 0; c < g.C; ++c) {
+            if (C10_UNLIKELY(seen[c] == 0)) missed(c);
+          }
         }
       });
-      int32_t miss = 0;
-      for (int64_t c = 0; c < g.C; ++c) miss |= hits[c] ^ 1;
-      if (C10_UNLIKELY(miss != 0)) {
-        for (int64_t c = 0; c < g.C; ++c) {
-          if (hits[c] != 1) bad.note((n * g.C + c) * g.oS + o);
-        }
-      }
+      if (stream) cpu::stream_fence();
     });
-  });
+  };
+  return positions_fit<int32_t>(g) ? run(int32_t{}) : run(int64_t{});
 }
 
 // Whether the NCDHW backward writes its planes in one pass (write_plane):
@@ -948,57 +1041,32 @@ void forward_plane(const T* xs, T* os, int64_t* is, int64_t oK, const Geometry& 
   });
 }
 
-// Whether every flat position of self fits J (the vectorised forward's
-// position type: int32_t where it does, so positions and float32 values
-// share a vector's lanes), with room for the lanes of a partial vector past
-// the last (fold_tap_vectors computes their positions too).
-template <typename J>
-inline bool positions_fit(const Geometry& g) {
-  return g.S <= std::numeric_limits<J>::max() - 64;
-}
-
 // K pooled results of the vector folds, lanes below nc (the rest not
 // written): the values best holds, which are self's elements themselves
 // (max_window only selects, never computes), and their positions where, as
-// int64. float16/bfloat16 were widened: a bfloat16 is its float32's top 16
-// bits (widening only moves them), so those bits are stored back, NaN
-// payloads included; a float16 is read again from self at its position
-// (self_at(where)).
+// int64. float32 and bfloat16 values go back exactly (store_narrow); a
+// float16 is read again from self at its position (self_at(where)), so that
+// a NaN keeps its payload.
 template <typename T, typename SelfAt>
 inline void store_lanes(T* out, int64_t* ix, const at::vec::Vectorized<float>& best,
                         const at::vec::Vectorized<int32_t>& where, int nc, SelfAt self_at) {
   constexpr int K = at::vec::Vectorized<float>::size();
+  alignas(64) int32_t at[K];
 #if defined(CPU_CAPABILITY_AVX512)
   const __mmask16 live = static_cast<__mmask16>((1u << nc) - 1);
   const __m512i w = where;
   _mm512_mask_storeu_epi64(ix, static_cast<__mmask8>(live), _mm512_cvtepi32_epi64(_mm512_castsi512_si256(w)));
   _mm512_mask_storeu_epi64(ix + 8, static_cast<__mmask8>(live >> 8),
                            _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(w, 1)));
-  if constexpr (std::is_same_v<T, c10::BFloat16>) {
-    const __m256i top = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(best), 16));
-    return _mm256_mask_storeu_epi16(out, live, top);
-  }
 #else
-  alignas(64) int32_t at[K];
   where.store(at);
   for (int c = 0; c < nc; ++c) ix[c] = at[c];
-#if defined(CPU_CAPABILITY_AVX2)
-  if constexpr (std::is_same_v<T, c10::BFloat16>) {
-    const __m256i s = _mm256_srli_epi32(_mm256_castps_si256(best), 16);
-    const __m128i top = _mm_packus_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    if (nc == K) return _mm_storeu_si128(reinterpret_cast<__m128i*>(out), top);
-    alignas(16) c10::BFloat16 lanes[K];
-    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), top);
-    return static_cast<void>(std::copy_n(lanes, nc, out));
-  }
 #endif
-#endif
-  if constexpr (std::is_same_v<T, float>) {
-    return nc == K ? best.store(out) : best.store(out, nc);
+  if constexpr (std::is_same_v<T, c10::Half>) {
+    where.store(at);
+    for (int c = 0; c < nc; ++c) out[c] = self_at(at[c], c);
   } else {
-    alignas(64) int32_t pos[K];
-    where.store(pos);
-    for (int c = 0; c < nc; ++c) out[c] = self_at(pos[c], c);
+    store_narrow(out, best, nc);
   }
 }
 
