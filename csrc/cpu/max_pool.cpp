@@ -191,10 +191,19 @@ class TapCheck {
   // Whether the table applies, and has() where it does.
   bool tabled() const { return !table_.empty(); }
 
-  bool in_table(const Taps& t, int64_t v) const {
+  bool in_table(const Taps& t, int64_t v) const { return tap_bits(t, v) != 0; }
+
+  // Where the table applies: v's tap's bits where v is a tap of window t,
+  // else 0. Its tap number along D is then the lowest bit's
+  // (plane_tap(bits)).
+  uint32_t tap_bits(const Taps& t, int64_t v) const {
     const uint64_t rel = static_cast<uint64_t>(v) - static_cast<uint64_t>(t.base);
-    return rel < table_.size() && (table_[rel] & t.outside) == 0;
+    if (rel >= table_.size()) return 0;
+    const uint32_t bits = table_[rel];
+    return (bits & t.outside) == 0 ? bits : 0u;
   }
+
+  static int plane_tap(uint32_t bits) { return __builtin_ctz(bits); }
 
  private:
   static constexpr uint32_t kNoTap = 1u << 31;  // (in every window's outside bits)
@@ -517,6 +526,7 @@ void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* i
   const int64_t ring = direct ? 0 : std::min(pow2(std::max(last_tap0 + 1, s0)), pow2(g.D));
   at::parallel_for(0, g.N * blocks, 1, [&](int64_t b, int64_t e) {
     std::vector<A> sums(ring * HW * cb);
+    int64_t ring_shift[TapCheck::kAxisBits];
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / blocks, c0 = (t % blocks) * cb, nc = std::min(g.C, c0 + cb) - c0;
       T* dst = out + n * op.sN + c0;
@@ -528,6 +538,14 @@ void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* i
       const auto ring_at = [&](int64_t v) {
         const int64_t z = split.plane(v);
         return ((z & (ring - 1)) * HW + v - z * HW) * nc;
+      };
+      // ring_at(v) - v * nc for v in the plane of tap i along D of pooled
+      // row od's windows (ring_row(od)).
+      const auto ring_row = [&](int64_t od) {
+        for (int64_t i = 0; !direct && i < w.kernel[0]; ++i) {
+          const int64_t z = od * s0 - p0 + i * w.dilation[0];
+          ring_shift[i] = ((z & (ring - 1)) - z) * HW * nc;
+        }
       };
       const auto zero = [&](auto plane, int64_t sK, int64_t z0, int64_t z1) {  // planes [z0, z1)
         for (int64_t z = z0; z < z1; ++z) {
@@ -548,25 +566,31 @@ void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* i
           }
         }
       };
-      const auto scatter = [&](auto plane, int64_t sK, auto at) {  // at(v): position v's offset from plane(0)
+      // at(v, bits): position v's offset from plane(0), given its tap's bits
+      // (kTabled: TapCheck::tap_bits, else 1)
+      const auto scatter = [&](auto plane, int64_t sK, auto tabled, auto at) {
+        constexpr bool kTabled = decltype(tabled)::value;
         auto* sum = plane(0);
         int64_t first = kNone, o = 0, zeroed = 0, rounded = 0;
         for (int64_t od = 0; od < g.oD; ++od) {
           const int64_t reach = std::clamp<int64_t>(od * s0 - p0 + last_tap0 + 1, zeroed, g.D);
           zero(plane, sK, zeroed, reach);
           zeroed = reach;
+          ring_row(od);
           for (int64_t oh = 0; oh < g.oH; ++oh) {
+            const TapCheck::Row row = check.row(od, oh);
             for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
-              const TapCheck::Taps taps = check.at(od, oh, ow);
+              const TapCheck::Taps taps = check.at(row, ow);
               const I* is = ix + n * xp.sN + o * xp.sK + c0;
               const T* gs = go + n * gp.sN + o * gp.sK + c0;
               for (int64_t c = 0; c < nc; ++c) {
                 const int64_t v = static_cast<int64_t>(is[c]);
-                if (C10_UNLIKELY(!check.has(taps, v))) {
+                const uint32_t bits = kTabled ? check.tap_bits(taps, v) : static_cast<uint32_t>(check.has(taps, v));
+                if (C10_UNLIKELY(bits == 0)) {
                   first = std::min(first, (n * g.C + c0 + c) * g.oS + o);
                   continue;
                 }
-                auto& d = sum[at(v) + c];
+                auto& d = sum[at(v, bits) + c];
                 d = static_cast<std::decay_t<decltype(d)>>(static_cast<A>(d) + static_cast<A>(gs[c]));
               }
             }
@@ -581,10 +605,21 @@ void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* i
         zero(in_dst, op.sK, zeroed, g.D);  // planes in no window
         if (C10_UNLIKELY(first != kNone)) bad.note(first);
       };
-      if (direct) {
-        scatter(in_dst, op.sK, [&](int64_t v) { return v * op.sK; });
+      const auto run = [&](auto tabled) {
+        if (direct) {
+          scatter(in_dst, op.sK, tabled, [&](int64_t v, uint32_t) { return v * op.sK; });
+        } else if constexpr (decltype(tabled)::value) {
+          // (v's plane from its tap's number along D: ring_at without a division)
+          scatter(in_ring, nc, tabled,
+                  [&](int64_t v, uint32_t bits) { return v * nc + ring_shift[TapCheck::plane_tap(bits)]; });
+        } else {
+          scatter(in_ring, nc, tabled, [&](int64_t v, uint32_t) { return ring_at(v); });
+        }
+      };
+      if (check.tabled()) {
+        run(std::true_type{});
       } else {
-        scatter(in_ring, nc, ring_at);
+        run(std::false_type{});
       }
     }
   });
