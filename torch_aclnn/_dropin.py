@@ -351,9 +351,9 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 # F.max_pool3d is not routed on the CPU: aten's CPU backward is deterministic
 # already (a sequential scatter per plane), and torch_aclnn's CPU kernels,
 # faster on most shapes, still lose on some (a 2x2x2 pooling of a small
-# model's 8^3 volume, where a call's fixed cost is most of the time; bfloat16
-# channels_last_3d; docs/performance.md), so routing could slow a training
-# step down.
+# model's 8^3 volume, where a call's fixed cost is most of the time; the
+# backward of overlapping windows in channels_last_3d or bfloat16;
+# docs/performance.md), so routing could slow a training step down.
 # Tests set this to exercise the decision on the CPU.
 ROUTE_POOL_ON_CPU = False
 

@@ -11,7 +11,8 @@
 // at most one vector of windows with all its taps in registers, max_lanes),
 // or, small planes of narrow rows, K planes at once, transposed so that the
 // planes are a vector's lanes (forward_plane_lanes); channels_last_3d over
-// the channels; other strided planes per window.
+// the channels, a vector of them per window (max_window: its taps' running
+// maximum); other strided planes per window.
 //
 // max_pool3d_with_indices_backward: grad_input = zeros(self's shape);
 // grad_input[n][c][indices[n][c][o]] += grad_output[n][c][o] for every pooled
@@ -191,10 +192,13 @@ class TapCheck {
   // Whether the table applies, and has() where it does.
   bool tabled() const { return !table_.empty(); }
 
-  bool in_table(const Taps& t, int64_t v) const { return tap_bits(t, v) != 0; }
+  bool in_table(const Taps& t, int64_t v) const {
+    const uint64_t rel = static_cast<uint64_t>(v) - static_cast<uint64_t>(t.base);
+    return rel < table_.size() && (table_[rel] & t.outside) == 0;
+  }
 
-  // Where the table applies: v's tap's bits where v is a tap of window t,
-  // else 0. Its tap number along D is then the lowest bit's
+  // Where the table applies: v's tap's bits where v is a tap of window t
+  // (in_table), else 0. Its tap number along D is then the lowest bit's
   // (plane_tap(bits)).
   uint32_t tap_bits(const Taps& t, int64_t v) const {
     const uint64_t rel = static_cast<uint64_t>(v) - static_cast<uint64_t>(t.base);
@@ -1086,7 +1090,7 @@ template <typename T, typename SelfAt>
 inline void store_lanes(T* out, int64_t* ix, const at::vec::Vectorized<float>& best,
                         const at::vec::Vectorized<int32_t>& where, int nc, SelfAt self_at) {
   constexpr int K = at::vec::Vectorized<float>::size();
-  alignas(64) int32_t at[K];
+  [[maybe_unused]] alignas(64) int32_t at[K];
 #if defined(CPU_CAPABILITY_AVX512)
   const __mmask16 live = static_cast<__mmask16>((1u << nc) - 1);
   const __m512i w = where;
@@ -1106,11 +1110,9 @@ inline void store_lanes(T* out, int64_t* ix, const at::vec::Vectorized<float>& b
 }
 
 // The channels_last_3d forward in float32 compare with int32 positions: per
-// pooled position and vector of channels, the window's taps folded in
-// registers by window_max's rule (taken where greater or NaN; from -inf at
-// the first tap's position, which keeps the first tap where none is taken),
-// stored once. The results of fold_tap over best/where arrays, without
-// storing and reloading them at every tap.
+// pooled position and vector of channels (float16/bfloat16 widened), the
+// window's taps folded in registers (max_window: window_max's result) and
+// stored once (store_lanes).
 template <typename T>
 void forward_channels_last_vectors(T* out, int64_t* ix, Planes op, const T* x, Planes xp, const Geometry& g,
                                    const Window& w, int64_t grain) {
