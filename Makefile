@@ -67,7 +67,8 @@ ASAN_TESTS ?= tests/test_common.py tests/test_adversarial.py tests/test_upsample
 	-k "reference or contract_error or matches_torch \
 	or adversarial or long_rows or vector_and_tail or halving or empty_depth or packed_lanes or window \
 	or (streaming and native) or larger_than_the_cache or func_transforms or vmap or out_overload \
-	or tangent_only or patch_dispatcher or direct_call or first_bad_index or thread_count or three_terms or whole_vectors"
+	or tangent_only or patch_dispatcher or direct_call or first_bad_index or thread_count or three_terms or whole_vectors \
+	or past_the_table"
 # Only the CPU kernels of the instruction set the loader picks on this machine
 # (aten's own choice): a third of the build time.
 ASAN_ISA  ?= aten

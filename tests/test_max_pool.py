@@ -73,6 +73,35 @@ def test_same_bits_on_any_thread_count(layout, dtype):
     # float32 sums in aten's order, rounded once to bfloat16
     want = torch.ops.aten.max_pool3d_with_indices_backward(g.float(), x, [3], [1], [1], [1], False, idx)
     assert torch.equal(results[0], want.to(dtype)) and torch.equal(results[1], want[:1].to(dtype))
+    # NaN terms: the same bits too (every sum rounded by the same conversion, wherever a block of
+    # channels ends)
+    g[..., ::3] = float("nan")
+    bits = []
+    try:
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            for b in (2, 1):
+                r = ta.max_pool3d_with_indices_backward(g[:b], x[:b].to(dtype), idx[:b], 3, 1, 1)
+                bits.append(r.view(torch.int16 if dtype == torch.bfloat16 else torch.int32))
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(b, bits[i % 2]) for i, b in enumerate(bits))
+    assert bool(r.isnan().any())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_backward_of_kernels_past_the_table(dtype):
+    """Kernels of more than 10 taps along D (no TapCheck table: every index
+    split on each axis), channels_last_3d with overlapping windows: the
+    float32 ring of D-planes for float16/bfloat16. aten's result."""
+    for shape, k in (((2, 2, 11, 1, 1), [11, 1, 1]), ((2, 2, 12, 3, 3), [11, 2, 2]), ((3, 2, 40, 1, 1), [33, 1, 1])):
+        x = torch.randn(shape).to(dtype).contiguous(memory_format=torch.channels_last_3d)
+        w = (k, [1, 1, 1], [0, 0, 0], [1, 1, 1], False)
+        _, idx = torch.ops.aten.max_pool3d_with_indices(x.float().contiguous(), *w)
+        go = torch.randn(idx.shape).to(dtype).contiguous(memory_format=torch.channels_last_3d)
+        got = ops.max_pool3d_with_indices_backward(go, x, idx.contiguous(memory_format=torch.channels_last_3d), *w)
+        want = torch.ops.aten.max_pool3d_with_indices_backward(go.float(), x.float(), *w, idx).to(dtype)
+        assert torch.equal(got, want), (shape, k)
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last_3d"])

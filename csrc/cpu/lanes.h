@@ -1,6 +1,6 @@
 // Lane helpers of the CPU kernels (at::vec, per instruction set): widening
 // loads of half/bfloat16 into opmath vectors and rounding stores back, in
-// pairs, partial, and split into even and odd elements. The upsample
+// pairs, partial, whole rows, and split into even and odd elements. The upsample
 // backwards and the max_pool3d forward use them.
 #pragma once
 
@@ -96,6 +96,27 @@ C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi, i
   } else {
     lo.store(p, static_cast<int>(std::min(n, K)));
     if (n > K) hi.store(p + K, static_cast<int>(n - K));
+  }
+}
+
+// n sums converted to scalar_t (at::vec::convert). float32 to half/bfloat16:
+// the last partial block goes through the same vector conversion as the
+// whole ones (at::vec::convert rounds its tail element by element, which
+// encodes a NaN differently), so an element's bits do not depend on where
+// the row ends.
+template <typename scalar_t, typename src_t>
+inline void narrow_row(const src_t* __restrict src, scalar_t* __restrict dst, int64_t n) {
+  if constexpr (std::is_same_v<src_t, float> && at::vec::is_reduced_floating_point_v<scalar_t>) {
+    using fVec = at::vec::Vectorized<float>;
+    constexpr int64_t K = fVec::size();
+    int64_t i = 0;
+    for (; i + 2 * K <= n; i += 2 * K) store_pair(dst + i, fVec::loadu(src + i), fVec::loadu(src + i + K));
+    if (i < n) {
+      const auto [lo, hi] = load_pair(src + i, n - i);
+      store_pair(dst + i, lo, hi, n - i);
+    }
+  } else {
+    at::vec::convert(src, dst, n);
   }
 }
 

@@ -564,9 +564,9 @@ void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* i
       const auto round = [&](int64_t z0, int64_t z1) {  // planes [z0, z1) of the ring to grad_input
         for (int64_t z = z0; z < z1; ++z) {
           if (op.sK == nc) {
-            at::vec::convert(in_ring(z), in_dst(z), HW * nc);
+            cpu::narrow_row(in_ring(z), in_dst(z), HW * nc);
           } else {
-            for (int64_t k = 0; k < HW; ++k) at::vec::convert(in_ring(z) + k * nc, in_dst(z) + k * op.sK, nc);
+            for (int64_t k = 0; k < HW; ++k) cpu::narrow_row(in_ring(z) + k * nc, in_dst(z) + k * op.sK, nc);
           }
         }
       };
@@ -580,7 +580,7 @@ void scatter_channels_last(T* out, Planes op, const T* go, Planes gp, const I* i
           const int64_t reach = std::clamp<int64_t>(od * s0 - p0 + last_tap0 + 1, zeroed, g.D);
           zero(plane, sK, zeroed, reach);
           zeroed = reach;
-          ring_row(od);
+          if constexpr (kTabled) ring_row(od);  // (ring_shift: kernel[0] <= kAxisBits where the table applies)
           for (int64_t oh = 0; oh < g.oH; ++oh) {
             const TapCheck::Row row = check.row(od, oh);
             for (int64_t ow = 0; ow < g.oW; ++ow, ++o) {
@@ -775,7 +775,7 @@ void backward_kernel(T* out, Planes op, const T* go, Planes gp, const I* ix, Pla
       } else {
         std::fill(row.begin(), row.end(), A(0));
         first = scatter_plane<A>(row.data(), gs, gp.sK, is, xp.sK, g, check);
-        at::vec::convert(row.data(), dst, g.S);
+        cpu::narrow_row(row.data(), dst, g.S);
       }
       if (C10_UNLIKELY(first != kNone)) {
         bad.note(t * g.oS + first);
@@ -888,7 +888,8 @@ class NanLanes {
 #if defined(CPU_CAPABILITY_AVX512)
     return seen_;
 #else
-    return ~static_cast<uint32_t>(seen_.zero_mask());
+    constexpr int K = at::vec::Vectorized<float>::size();
+    return ~static_cast<uint32_t>(seen_.zero_mask()) & ((1u << K) - 1u);  // (zero_mask's K bits)
 #endif
   }
 
