@@ -902,34 +902,29 @@ class NanLanes {
 };
 
 // window_max over one window for K lanes at once (channels, or planes
-// transposed into lanes): from -inf at the window's first tap, each tap
-// taps_of gives folded in (fold_lanes), tap pos's lanes read by load(pos).
-template <typename Taps, typename Load>
-inline void fold_window(const Taps& taps_of, int64_t first, Load load, at::vec::Vectorized<float>& best,
-                        at::vec::Vectorized<int32_t>& where) {
-  using IVec = at::vec::Vectorized<int32_t>;
-  best = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());
-  where = IVec(static_cast<int32_t>(first));
-  taps_of([&](int64_t pos) { fold_lanes(load(pos), IVec(static_cast<int32_t>(pos)), best, where); });
-}
-
-// fold_window's result, the window's taps folded by their running maximum
+// transposed into lanes), tap pos's lanes read by load(pos): from -inf at
+// the window's first tap, the taps folded by their running maximum
 // (max_lanes: one instruction a tap on the chain from tap to tap, where
-// fold_lanes has a compare, an or and a select); only where a lane saw a
-// NaN, the window is folded again by fold_window.
+// window_max's own step, fold_lanes, has a compare, an or and a select);
+// where a lane saw a NaN, the window is folded again by fold_lanes.
 template <typename Taps, typename Load>
 inline void max_window(const Taps& taps_of, int64_t first, Load load, at::vec::Vectorized<float>& best,
                        at::vec::Vectorized<int32_t>& where) {
   using IVec = at::vec::Vectorized<int32_t>;
-  best = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());
-  where = IVec(static_cast<int32_t>(first));
+  const auto start = [&] {
+    best = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());
+    where = IVec(static_cast<int32_t>(first));
+  };
+  start();
   NanLanes nan;
   taps_of([&](int64_t pos) {
     const auto v = load(pos);
     nan.add(v);
     max_lanes(v, IVec(static_cast<int32_t>(pos)), best, where);
   });
-  if (nan.bits() != 0) fold_window(taps_of, first, load, best, where);
+  if (C10_LIKELY(nan.bits() == 0)) return;
+  start();
+  taps_of([&](int64_t pos) { fold_lanes(load(pos), IVec(static_cast<int32_t>(pos)), best, where); });
 }
 
 // The lanes below m, as a blendv mask.
