@@ -1,7 +1,7 @@
 // Lane helpers of the CPU kernels (at::vec, per instruction set): widening
 // loads of half/bfloat16 into opmath vectors and rounding stores back, in
-// pairs, partial, whole rows, and split into even and odd elements. The upsample
-// backwards and the max_pool3d forward use them.
+// pairs, partial, whole rows, exact (store_narrow), and split into even and
+// odd elements. The upsample backwards and max_pool3d use them.
 #pragma once
 
 #include "cpu/cpu_utils.h"
@@ -96,6 +96,37 @@ C10_ALWAYS_INLINE void store_pair(scalar_t* p, const aVec& lo, const aVec& hi, i
   } else {
     lo.store(p, static_cast<int>(std::min(n, K)));
     if (n > K) hi.store(p + K, static_cast<int>(n - K));
+  }
+}
+
+// The first n <= K float32 lanes of v stored as scalar_t (nothing past n
+// written), each exact for a value widened from scalar_t: bfloat16 as each
+// lane's top 16 bits, NaN payloads too (widening only moves the bits);
+// float32 and float16 through store_pair (a float16 NaN's payload may
+// change).
+template <typename scalar_t>
+C10_ALWAYS_INLINE void store_narrow(scalar_t* out, const at::vec::Vectorized<float>& v, int n) {
+  if constexpr (!std::is_same_v<scalar_t, c10::BFloat16>) {
+    store_pair(out, v, v, static_cast<int64_t>(n));
+  } else {
+#if defined(CPU_CAPABILITY_AVX512)
+    const __m256i top = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+    _mm256_mask_storeu_epi16(out, static_cast<__mmask16>((1u << n) - 1u), top);
+#else
+    constexpr int K = at::vec::Vectorized<float>::size();
+    alignas(64) scalar_t lanes[K];
+#if defined(CPU_CAPABILITY_AVX2)
+    const __m256i s = _mm256_srli_epi32(_mm256_castps_si256(v), 16);
+    const __m128i top = _mm_packus_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    if (n == K) return _mm_storeu_si128(reinterpret_cast<__m128i*>(out), top);
+    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), top);
+#else
+    alignas(64) uint32_t bits[K];
+    v.store(reinterpret_cast<float*>(bits));
+    for (int i = 0; i < n; ++i) lanes[i] = scalar_t(static_cast<uint16_t>(bits[i] >> 16), scalar_t::from_bits());
+#endif
+    std::copy_n(lanes, n, out);
+#endif
   }
 }
 

@@ -380,39 +380,6 @@ inline bool positions_fit(const Geometry& g) {
   return g.S <= std::numeric_limits<J>::max() - 64;
 }
 
-// The first n <= K float32 lanes of v stored as T (nothing past n
-// written): float32 as they are; bfloat16 as each lane's top 16 bits, which
-// is exact, NaN payloads too, for a value widened from bfloat16 (widening
-// only moves the bits); float16 rounded, exact for a value widened from
-// float16 unless it is a NaN (its payload may change).
-template <typename T>
-inline void store_narrow(T* out, const at::vec::Vectorized<float>& v, int n) {
-  constexpr int K = at::vec::Vectorized<float>::size();
-  if constexpr (std::is_same_v<T, float>) {
-    return n == K ? v.store(out) : v.store(out, n);
-  } else if constexpr (std::is_same_v<T, c10::BFloat16>) {
-#if defined(CPU_CAPABILITY_AVX512)
-    const __m256i top = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
-    return _mm256_mask_storeu_epi16(out, static_cast<__mmask16>((1u << n) - 1u), top);
-#else
-    alignas(64) T lanes[K];
-#if defined(CPU_CAPABILITY_AVX2)
-    const __m256i s = _mm256_srli_epi32(_mm256_castps_si256(v), 16);
-    const __m128i top = _mm_packus_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    if (n == K) return _mm_storeu_si128(reinterpret_cast<__m128i*>(out), top);
-    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), top);
-#else
-    alignas(64) uint32_t bits[K];
-    v.store(reinterpret_cast<float*>(bits));
-    for (int i = 0; i < n; ++i) lanes[i] = T(static_cast<uint16_t>(bits[i] >> 16), T::from_bits());
-#endif
-    std::copy_n(lanes, n, out);
-#endif
-  } else {
-    at::vec::convert_from_float<T>(v, v).store(out, n);
-  }
-}
-
 // The taps of n windows of one row of disjoint windows: window i's taps are
 // dst[i * s + l * d] (flat position pos0 + i * s + l * d), l in [0, k); each
 // gets the window's term where the window's index names it, else 0.
@@ -692,7 +659,7 @@ void write_channels_last(T* out, Planes op, const T* go, Planes gp, const I* ix,
               if constexpr (std::is_same_v<T, float>) {
                 if (stream) return cpu::store_vector(v, dst + pos * op.sK + c0, true);
               }
-              store_narrow(dst + pos * op.sK + c0, v, nc);
+              cpu::store_narrow(dst + pos * op.sK + c0, v, nc);
             });
             const uint32_t none = static_cast<uint32_t>(at::vec::cast<float>(hit).zero_mask()) & ((1u << nc) - 1u);
             if (C10_UNLIKELY(none != 0)) {
@@ -1086,7 +1053,8 @@ template <typename T, typename SelfAt>
 inline void store_lanes(T* out, int64_t* ix, const at::vec::Vectorized<float>& best,
                         const at::vec::Vectorized<int32_t>& where, int nc, SelfAt self_at) {
   constexpr int K = at::vec::Vectorized<float>::size();
-  [[maybe_unused]] alignas(64) int32_t at[K];
+  alignas(64) int32_t at[K];
+  where.store(at);  // (read by the float16 values and the non-AVX-512 positions)
 #if defined(CPU_CAPABILITY_AVX512)
   const __mmask16 live = static_cast<__mmask16>((1u << nc) - 1);
   const __m512i w = where;
@@ -1094,14 +1062,12 @@ inline void store_lanes(T* out, int64_t* ix, const at::vec::Vectorized<float>& b
   _mm512_mask_storeu_epi64(ix + 8, static_cast<__mmask8>(live >> 8),
                            _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(w, 1)));
 #else
-  where.store(at);
   for (int c = 0; c < nc; ++c) ix[c] = at[c];
 #endif
   if constexpr (std::is_same_v<T, c10::Half>) {
-    where.store(at);
     for (int c = 0; c < nc; ++c) out[c] = self_at(at[c], c);
   } else {
-    store_narrow(out, best, nc);
+    cpu::store_narrow(out, best, nc);
   }
 }
 
