@@ -115,12 +115,20 @@ def test_upsample_random(upsample):
             _check(upsample, bwd, (g, out, insz, *scales), f"{bwd} {out}->{insz} s={scales} {layout} {dtype}")
 
 
+def _widest_w_window(exact, iw, ow, scale):
+    """The most W outputs one input index owns, by the spec's mapping."""
+    src = source_indices("nearest-exact" if exact else "nearest", iw, ow, scale,
+                         scale is not None).tolist()
+    return max((src.count(i) for i in set(src)), default=0)
+
+
 @pytest.mark.parametrize("dtype", FLOATING, ids=str)
 def test_upsample_packed_backward(upsample, dtype):
-    """The packed backward (integer upsampling along W by 1, 2 or 4, NCDHW,
-    dense aligned rows) is taken exactly where it applies, and is bitwise
-    equal to the CPU kernel; a misaligned, strided or non-fold case takes the
-    one-element kernel."""
+    """The packed NCDHW backward whose W windows are a fold by 1, 2 or 4 with
+    dense aligned rows (kFold) is taken exactly where it applies, and is
+    bitwise equal to the CPU kernel; a misaligned or strided grad_output, or
+    user scales that move the W windows, take the row kernel (kRow), and rows
+    that are not whole packs the one-element kernel."""
     rng = random.Random(2)
     v = 16 // dtype.itemsize  # elements per 16-byte pack
     taken = moved_folds = 0
@@ -129,19 +137,21 @@ def test_upsample_packed_backward(upsample, dtype):
         iw = v * rng.randint(1, 3) + rng.choice([0, 0, 0, 1])
         insz = [rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 4), rng.randint(1, 4), iw]
         out = [rng.randint(1, 9), rng.randint(1, 9), L * iw]
+        whole = iw % v == 0
+        row = ("row", 2 if L <= 2 else 0) if whole else ("element", 0)
         for exact, bwd in ((False, "upsample_nearest3d_backward"), (True, "upsample_nearest_exact3d_backward")):
             g = make_tensor(insz[:2] + out, dtype)
-            want = L in (1, 2, 4) and iw % v == 0
-            assert upsample.backward_path(g, out, insz, None, None, None, exact) == (L if want else 0), \
-                (insz, out, exact)
+            want = L in (1, 2, 4) and whole
+            assert upsample.backward_path(g, out, insz, None, None, None, exact, False) == \
+                (("fold", L) if want else row), (insz, out, exact)
             taken += want
             _check(upsample, bwd, (g, out, insz), f"{bwd} {out}->{insz} {dtype}")
-            # Not packed: a grad_output starting one element off alignment, a
+            # Not kFold: a grad_output starting one element off alignment, a
             # strided W axis, user scales that move the W windows.
             shifted = make_tensor([g.numel() + 1], dtype)[1:].view(g.shape)
             strided = make_tensor(insz[:2] + out[:2] + [2 * out[2]], dtype)[..., ::2]
             for other in (shifted, strided):
-                assert upsample.backward_path(other, out, insz, None, None, None, exact) == 0
+                assert upsample.backward_path(other, out, insz, None, None, None, exact, False) == row
                 _check(upsample, bwd, (other, out, insz), f"{bwd} {out}->{insz} {dtype} strided")
             moved, out_m = (1.0, 1.0, L + 0.5 / iw), insz[2:4] + [L * iw]
             g_m = make_tensor(insz[:2] + out_m, dtype)
@@ -149,10 +159,59 @@ def test_upsample_packed_backward(upsample, dtype):
             # half-pixel offset absorbs small shifts), by the spec's mapping.
             src = source_indices("nearest-exact" if exact else "nearest", iw, L * iw, moved[2], True).tolist()
             fold = all(src[d] == d // L for d in range(L * iw))
-            assert upsample.backward_path(g_m, out_m, insz, *moved, exact) == (L if want and fold else 0)
+            widest = _widest_w_window(exact, iw, L * iw, moved[2])
+            moved_row = ("row", 2 if widest <= 2 else 0) if whole else ("element", 0)
+            assert upsample.backward_path(g_m, out_m, insz, *moved, exact, False) == \
+                (("fold", L) if want and fold else moved_row)
             moved_folds += not fold
             _check(upsample, bwd, (g_m, out_m, insz, *moved), f"{bwd} {out_m}->{insz} s={moved} {dtype}")
     assert taken > 10 and moved_folds > 10
+
+
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_upsample_row_and_channel_packs(upsample, dtype):
+    """The packed backwards for any windows: a pack of an NCDHW row (kRow,
+    each element's own W window) and a pack of channels_last_3d channels
+    (kChannels, one 16-byte load per tap), each with its W taps unrolled to 2
+    where no W window is wider, else a loop. Taken exactly where their packs
+    are whole and aligned, bitwise equal to the CPU kernel; grad_output with
+    strided or misaligned channels takes the one-element kernel."""
+    rng = random.Random(3)
+    v = 16 // dtype.itemsize
+    seen = set()
+    for _ in range(60):
+        exact = rng.random() < 0.5
+        bwd = "upsample_nearest_exact3d_backward" if exact else "upsample_nearest3d_backward"
+        C = v * rng.randint(1, 2) + rng.choice([0, 0, 0, 1])
+        iw = v * rng.randint(1, 2) + rng.choice([0, 0, 0, 1])
+        insz = [rng.randint(1, 2), C, rng.randint(1, 4), rng.randint(1, 4), iw]
+        scales = tuple(rng.choice([0.5, 0.6, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0]) for _ in range(3))
+        out = [int(insz[2 + i] * scales[i]) for i in range(3)]
+        if rng.random() < 0.5 or min(out) == 0:
+            scales, out = (None, None, None), [rng.randint(1, 9), rng.randint(1, 9), rng.randint(1, 3 * iw)]
+        taps = 2 if _widest_w_window(exact, iw, out[2], scales[2]) <= 2 else 0
+        for cl in (False, True):
+            g = make_tensor(insz[:2] + out, dtype, layout="channels_last_3d" if cl else "contiguous")
+            path = upsample.backward_path(g, out, insz, *scales, exact, cl)
+            if cl:
+                want = ("channels", taps) if C % v == 0 else ("element", 0)
+            elif path[0] == "fold":
+                want = path  # (test_upsample_packed_backward covers kFold)
+            else:
+                want = ("row", taps) if iw % v == 0 else ("element", 0)
+            assert path == want, (insz, out, scales, exact, cl)
+            seen.add(path)
+            _check(upsample, bwd, (g, out, insz, *scales), f"{bwd} {out}->{insz} s={scales} {dtype} cl={cl}")
+        if C % v == 0:
+            # grad_output's channels not dense (a channel slice), or one
+            # element off alignment: the one-element kernel.
+            wide = make_tensor(insz[:1] + [2 * C] + out, dtype, layout="channels_last_3d")[:, ::2]
+            flat = make_tensor([math.prod(insz[:2] + out) + 1], dtype)[1:]
+            shifted = flat.view(insz[0], *out, C).permute(0, 4, 1, 2, 3)
+            for other in (wide, shifted):
+                assert upsample.backward_path(other, out, insz, *scales, exact, True) == ("element", 0)
+                _check(upsample, bwd, (other, out, insz, *scales), f"{bwd} {out}->{insz} {dtype} other")
+    assert {("row", 2), ("row", 0), ("channels", 2), ("channels", 0), ("element", 0)} <= seen, seen
 
 
 def test_upsample_window_table(upsample):
@@ -277,8 +336,10 @@ def test_max_unpool_samples(max_unpool, dtype):
         expected = torch.ops.torch_aclnn.max_unpool3d_backward(*s.args)
         for wide in (False, True):
             for cl in (False, True):
-                got, flag = max_unpool.backward(g, x, idx, list(out), cl, wide)
-                assert flag == max_unpool.NONE and torch.equal(got, expected), f"{s.desc} wide={wide} cl={cl}"
+                for packs in (False, True):
+                    got, flag, _ = max_unpool.backward(g, x, idx, list(out), cl, wide, packs)
+                    assert flag == max_unpool.NONE and torch.equal(got, expected), \
+                        f"{s.desc} wide={wide} cl={cl} packs={packs}"
 
 
 def _first_bad(idx, o_s):
@@ -319,12 +380,59 @@ def test_max_unpool_out_of_range(max_unpool):
                     mask = claimed != 0  # output elements some valid index claims
                     assert torch.equal(got[mask], ref[mask]), (shape, layout)
                     g = make_tensor(list(shape[:-3]) + out, torch.float32, layout=layout)
-                    for cl in (False, True):
-                        gi, flag = max_unpool.backward(g, x, i, out, cl, wide)
+                    for cl, packs in ((False, False), (False, True), (True, False), (True, True)):
+                        gi, flag, _ = max_unpool.backward(g, x, i, out, cl, wide, packs)
                         assert flag == want, (shape, layout, flag, want)
                         ref = torch.ops.torch_aclnn.max_unpool3d_backward(g, x, make_layout(safe, layout), out,
                                                                           [1, 1, 1], [0, 0, 0])
                         assert torch.equal(gi, torch.where(valid, ref, torch.zeros_like(ref))), (shape, layout)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float16, torch.float32, torch.float64], ids=str)
+def test_max_unpool_gather_packs(max_unpool, dtype):
+    """The packed backward (a run of 2-8 adjacent grad_input elements per
+    thread, its indices read as 16-byte loads) is taken exactly where a
+    plane's positions (NCDHW) or its channels (channels_last_3d) split into
+    whole, aligned packs with dense indices, and gives the one-element
+    kernel's result and flag, out-of-range indices included."""
+    v = {1: 8, 2: 8, 4: 4, 8: 2}[dtype.itemsize]
+    gen = torch.Generator().manual_seed(11)
+    taken = 0
+    for trial in range(24):
+        C = v * (1 + trial % 2) + (1 if trial % 6 == 5 else 0)
+        shape = (2, C, 2, 2, v * (1 + trial % 3) + (1 if trial % 4 == 3 else 0))
+        out = [4, 4, 2 * shape[-1]]
+        o_s = out[0] * out[1] * out[2]
+        idx = torch.randint(0, o_s, shape, generator=gen)
+        if trial % 3 == 0:
+            flat = idx.view(-1)
+            flat[torch.randperm(flat.numel(), generator=gen)[:2]] = torch.tensor([o_s, -1])
+        want_flag = _first_bad(idx, o_s)
+        want_flag = max_unpool.NONE if want_flag is None else want_flag
+        valid = (idx >= 0) & (idx < o_s)
+        safe = torch.where(valid, idx, torch.zeros_like(idx))
+        x = make_tensor(shape, dtype)
+        for layout in ("contiguous", "channels_last_3d"):
+            cl = layout == "channels_last_3d"
+            g = make_tensor([2, C] + out, dtype, layout=layout)
+            i = make_layout(idx, layout)
+            # The same indices one element off 16-byte alignment: never packed.
+            flat = torch.empty(idx.numel() + 1, dtype=torch.int64)[1:]
+            shifted = flat.view(i.permute(0, 2, 3, 4, 1).shape if cl else shape)
+            shifted.copy_(i.permute(0, 2, 3, 4, 1) if cl else i)
+            shifted = shifted.permute(0, 4, 1, 2, 3) if cl else shifted
+            ref = torch.ops.torch_aclnn.max_unpool3d_backward(g, x, make_layout(safe, layout), out, [1, 1, 1],
+                                                              [0, 0, 0])
+            ref = torch.where(valid, ref, torch.zeros_like(ref))
+            for ix, can in ((i, True), (shifted, False)):
+                for wide in (False, True):
+                    gi, flag, packed = max_unpool.backward(g, x, ix, out, cl, wide, True)
+                    run = C if cl else shape[2] * shape[3] * shape[4]
+                    assert packed == (can and run % v == 0), (shape, layout, can)
+                    taken += packed
+                    assert flag == want_flag, (shape, layout, flag, want_flag)
+                    assert torch.equal(gi, ref), (shape, layout, can, wide)
+    assert taken > 20
 
 
 def test_max_unpool_cells(max_unpool):

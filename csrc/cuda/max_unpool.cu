@@ -26,7 +26,10 @@
 // return at once when nothing missed; the winner buffer is allocated either
 // way).
 //
-// Backward (gather), one thread per grad_input element in memory order.
+// Backward (gather), one thread per grad_input element in memory order, or,
+// where the indices are dense along grad_input's fastest axis and aligned
+// (max_unpool.cuh, gather_packs), one per pack of 2-8 adjacent elements: whole
+// 16-byte loads of the indices, the pack's gathers all in flight, one store.
 //
 // Index check (row 15): every index is range-checked on the device before it
 // is used; an out-of-range index is never read through or written through
@@ -113,6 +116,16 @@ gather_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const
               int64_t* flag) {
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
     kernels::gather_element<channels_last>(p, go, gp, ix, xp, out, walk, C, S, oS, flag);
+  }
+}
+
+template <bool channels_last, typename T, typename index_t>
+__global__ void __launch_bounds__(kThreads)
+gather_pack_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const int64_t* __restrict__ ix,
+                   Planes<index_t> xp, T* __restrict__ out, Walk<index_t> walk, int64_t C, int64_t S, int64_t oS,
+                   int64_t* flag) {
+  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, q, total) {
+    kernels::gather_pack<channels_last>(q, go, gp, ix, xp, out, walk, C, S, oS, flag);
   }
 }
 
@@ -231,9 +244,13 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
     const index_t total = static_cast<index_t>(grad_input.numel());
     dispatch_by_size(grad_output.scalar_type(), [&](auto tag) {
       using T = decltype(tag);
+      const bool packs = kernels::gather_packs<T>(g, grad_input, indices, cl);
+      const index_t units = packs ? total / kernels::kGatherPack<T> : total;
       with_bool(cl, [&](auto c) {
-        gather_kernel<decltype(c)::value><<<cuda::blocks_for(total), kThreads, 0, stream>>>(
-            total, static_cast<const T*>(grad_output.const_data_ptr()), kernels::planes_of<index_t>(grad_output),
+        auto kernel = packs ? gather_pack_kernel<decltype(c)::value, T, index_t>
+                            : gather_kernel<decltype(c)::value, T, index_t>;
+        kernel<<<cuda::blocks_for(units), kThreads, 0, stream>>>(
+            units, static_cast<const T*>(grad_output.const_data_ptr()), kernels::planes_of<index_t>(grad_output),
             indices.const_data_ptr<int64_t>(), kernels::planes_of<index_t>(indices),
             static_cast<T*>(grad_input.mutable_data_ptr()), Walk<index_t>(g.S, g.C), g.C, g.S, g.oS,
             flag.mutable_data_ptr<int64_t>());

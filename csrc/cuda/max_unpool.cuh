@@ -191,4 +191,75 @@ C10_HOST_DEVICE inline void gather_element(index_t p, const T* __restrict__ go, 
   out[p] = go[n * gp.sN + c * gp.sC + static_cast<index_t>(v) * gp.sK];
 }
 
+// Backward, a pack per thread: V = kGatherPack<T> grad_input elements
+// adjacent in memory (a run of a plane's positions, or channels_last a run of
+// channels), their V indices read as whole 16-byte loads, their V gathers
+// independent of each other (all in flight at once), and one store of the V
+// results. Each element is gather_element's: an out-of-range index writes 0
+// there and lowers the flag to its logical position (the smallest wins, as
+// element by element). Where it applies: gather_packs.
+template <typename T>
+constexpr int kGatherPack = sizeof(T) >= 8 ? 2 : (sizeof(T) == 1 ? 8 : static_cast<int>(16 / sizeof(T)));
+
+template <typename T>
+struct alignas(sizeof(T) * kGatherPack<T>) GatherPack {
+  T v[kGatherPack<T>];
+};
+
+struct alignas(16) IndexPair {
+  int64_t v[2];
+};
+
+// Whether the backward takes gather_pack: the walk's fastest axis (a plane's
+// positions, or channels_last the channels) a multiple of V long, the indices
+// dense along it with every pack's V indices 16-byte aligned (the other plane
+// strides multiples of V, the pointer aligned), and grad_input's pointer
+// aligned to a pack. grad_input is dense in the walk's order (the launch
+// makes it so); grad_output is read element by element through its strides.
+template <typename T>
+inline bool gather_packs(const Geometry& g, const at::Tensor& grad_input, const at::Tensor& indices,
+                         bool channels_last) {
+  constexpr int64_t V = kGatherPack<T>;
+  const Planes<int64_t> xp = planes_of<int64_t>(indices);
+  const int64_t run = channels_last ? g.C : g.S;
+  const int64_t along = channels_last ? xp.sC : xp.sK;
+  const int64_t other = channels_last ? xp.sK : xp.sC;
+  const auto aligned = [](const void* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; };
+  return run % V == 0 && along == 1 && xp.sN % V == 0 && other % V == 0 && aligned(indices.const_data_ptr(), 16) &&
+         aligned(grad_input.const_data_ptr(), static_cast<int64_t>(sizeof(GatherPack<T>)));
+}
+
+// q: a pack of grad_input, its first element q*V in memory order.
+template <bool channels_last, typename T, typename index_t>
+C10_HOST_DEVICE inline void gather_pack(index_t q, const T* __restrict__ go, const Planes<index_t>& gp,
+                                        const int64_t* __restrict__ ix, const Planes<index_t>& xp,
+                                        T* __restrict__ out, const Walk<index_t>& walk, int64_t C, int64_t S,
+                                        int64_t oS, int64_t* flag) {
+  constexpr int V = kGatherPack<T>;
+  index_t n, c, i;
+  walk.template split<channels_last>(q * static_cast<index_t>(V), n, c, i);
+  const auto* pairs = reinterpret_cast<const IndexPair*>(ix + (n * xp.sN + c * xp.sC + i * xp.sK));
+  int64_t v[V];
+#pragma unroll
+  for (int j = 0; j < V / 2; ++j) {
+    const IndexPair pair = pairs[j];
+    v[2 * j] = pair.v[0];
+    v[2 * j + 1] = pair.v[1];
+  }
+  GatherPack<T> result;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    // Element j: channel c + j (channels_last) or position i + j.
+    const index_t cj = channels_last ? c + static_cast<index_t>(j) : c;
+    const index_t ij = channels_last ? i : i + static_cast<index_t>(j);
+    if (out_of_range(v[j], oS)) {
+      result.v[j] = T(0);
+      note_bad(flag, (static_cast<int64_t>(n) * C + static_cast<int64_t>(cj)) * S + static_cast<int64_t>(ij));
+    } else {
+      result.v[j] = go[n * gp.sN + cj * gp.sC + static_cast<index_t>(v[j]) * gp.sK];
+    }
+  }
+  reinterpret_cast<GatherPack<T>*>(out)[q] = result;
+}
+
 }  // namespace torch_aclnn::max_unpool::kernels

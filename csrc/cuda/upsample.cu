@@ -32,12 +32,20 @@
 // [L*i, L*i + L). When every axis the kernel reads is one, the launch builds
 // no table (upsample.cuh, Windows): one kernel, no allocation.
 //
-// Integer upsampling along W (the W windows a uniform fold by L in {1, 2,
-// 4}, checked on the host against the forward's mapping) with an NCDHW result
-// and dense, aligned rows takes a packed kernel instead: a thread sums a
-// 16-byte pack of grad_input (4 float32, 8 half/bfloat16, 2 float64) from L
-// 16-byte loads per grad_output row and writes it with one 16-byte store,
-// in the same order, so bitwise equal to the one-element kernel.
+// Which kernel a launch takes is one host function (upsample.cuh,
+// backward_path): where grad_input's rows (NCDHW) or channels
+// (channels_last_3d) split into whole, aligned 16-byte packs, a thread sums a
+// pack (4 float32, 8 half/bfloat16, 2 float64) and writes it with one 16-byte
+// store, with its elements' loads independent of each other:
+//   - channels_last_3d: the pack's channels share one window, and each tap is
+//     one 16-byte load of grad_output's channels (channels dense in it);
+//   - NCDHW, W a uniform fold by L in {1, 2, 4} with dense, aligned
+//     grad_output rows: L 16-byte loads per grad_output row;
+//   - NCDHW otherwise: each element's own W window, read element by element.
+// A window loop along W whose windows have at most 2 elements is unrolled,
+// its loads predicated on the window's end. Elsewhere one thread per element.
+// Every kernel makes the same additions in the same order, so all are
+// bitwise equal to the CPU kernel.
 //
 // Layouts: the result is written densely in its memory format. Two kernel
 // variants walk it in memory order, NCDHW (contiguous) or NDHWC
@@ -105,21 +113,13 @@ __global__ void __launch_bounds__(kThreads) window_kernel(int64_t* __restrict__ 
   }
 }
 
-template <bool channels_last, typename scalar_t, typename index_t>
+// One thread per unit of the path's kernel (upsample.cuh, backward_unit).
+template <kernels::Kernel kernel, int Taps, bool channels_last, typename scalar_t, typename index_t>
 __global__ void __launch_bounds__(kThreads)
 backward_kernel(const scalar_t* __restrict__ go, scalar_t* __restrict__ gi, index_t total,
                 Unravel5<index_t> unravel, Strides5<index_t> st, kernels::Windows<index_t> win) {
-  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
-    kernels::backward_element<channels_last>(p, go, gi, unravel, st, win);
-  }
-}
-
-template <int L, typename scalar_t, typename index_t>
-__global__ void __launch_bounds__(kThreads)
-backward_packed_kernel(const scalar_t* __restrict__ go, scalar_t* __restrict__ gi, index_t total,
-                       Unravel5<index_t> unravel, Strides5<index_t> st, kernels::Windows<index_t> win) {
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, q, total) {
-    kernels::backward_pack<L>(q, go, gi, unravel, st, win);
+    kernels::backward_unit<kernel, Taps, channels_last>(q, go, gi, unravel, st, win);
   }
 }
 
@@ -134,41 +134,30 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
   const Axes a = make_axes(C10_AS_INTARRAYREF_SLOW(input_size), C10_AS_INTARRAYREF_SLOW(output_size), scales);
   const bool cl = fmt == MemoryFormat::ChannelsLast3d;
   const std::array<int64_t, 3> folds = kernels::uniform_folds<mode>(a);
-  const int64_t packed = AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
-                                                         "upsample_nearest3d_backward_cuda", [&] {
-    return kernels::packed_fold<scalar_t>(folds[2], grad_output, grad_input, cl);
-  });
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
                                   "upsample_nearest3d_backward_cuda", [&] {
+    const kernels::Path path = kernels::backward_path<mode, scalar_t>(a, folds, grad_output, grad_input, cl);
+    const int64_t units = kernels::units_of(grad_input, path);
     cuda::with_index_type(cuda::fits_32bit({&grad_output, &grad_input}), [&](auto index_tag) {
       using index_t = decltype(index_tag);
       // Each axis's windows: its fold, or the table, built only if an axis the kernel reads needs it.
       kernels::Windows<index_t> win = kernels::folds_of<index_t>(a, folds);
       at::Tensor table;
-      if (kernels::needs_table(win, packed != 0)) {
+      if (kernels::needs_table(win, path)) {
         const int64_t entries = kernels::window_entries(a);
         table = at::empty({2 * entries}, grad_input.options().dtype(at::kLong));
         window_kernel<mode><<<cuda::blocks_for(entries), kThreads, 0, stream>>>(table.mutable_data_ptr<int64_t>(), a);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         win.table = table.const_data_ptr<int64_t>();
       }
-      if (packed) {
-        const int64_t packs = grad_input.numel() / kernels::kPack<scalar_t>;
-        kernels::with_fold(packed, [&](auto fold) {
-          backward_packed_kernel<decltype(fold)::value><<<cuda::blocks_for(packs), kThreads, 0, stream>>>(
-              grad_output.const_data_ptr<scalar_t>(), grad_input.mutable_data_ptr<scalar_t>(),
-              static_cast<index_t>(packs), kernels::pack_walk_of<scalar_t, index_t>(grad_input),
-              strides_of<index_t>(grad_output), win);
-          C10_CUDA_KERNEL_LAUNCH_CHECK();
-        });
-        return;
-      }
-      auto kernel = cl ? backward_kernel<true, scalar_t, index_t> : backward_kernel<false, scalar_t, index_t>;
-      kernel<<<cuda::blocks_for(grad_input.numel()), kThreads, 0, stream>>>(
-          grad_output.const_data_ptr<scalar_t>(), grad_input.mutable_data_ptr<scalar_t>(),
-          static_cast<index_t>(grad_input.numel()), walk_of<index_t>(grad_input, cl), strides_of<index_t>(grad_output),
-          win);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      kernels::with_path(path, cl, [&](auto kernel, auto taps, auto c) {
+        backward_kernel<decltype(kernel)::value, decltype(taps)::value, decltype(c)::value>
+            <<<cuda::blocks_for(units), kThreads, 0, stream>>>(
+                grad_output.const_data_ptr<scalar_t>(), grad_input.mutable_data_ptr<scalar_t>(),
+                static_cast<index_t>(units), kernels::unit_walk_of<scalar_t, index_t>(grad_input, path, cl),
+                strides_of<index_t>(grad_output), win);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
     });
   });
 }

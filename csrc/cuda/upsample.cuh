@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace torch_aclnn::upsample::kernels {
@@ -73,49 +74,145 @@ inline std::array<int64_t, 3> uniform_folds(const Axes& a) {
   return {uniform_fold<mode>(a, 0), uniform_fold<mode>(a, 1), uniform_fold<mode>(a, 2)};
 }
 
+// The widest W window: the most outputs any input index of W owns (1 for a
+// downsampling, L for a fold by L). Only whether it is 1, 2 or more matters
+// (taps_of), so a row longer than uniform_fold checks counts as "more".
+template <Mode mode>
+inline int64_t widest_w_window(const Axes& a, int64_t w_fold) {
+  if (w_fold > 0) return w_fold;
+  const int64_t in = a.in[2], out = a.out[2];
+  if (out > (int64_t(1) << 16)) return std::numeric_limits<int64_t>::max();
+  int64_t widest = 0, run = 0, last = -1;
+  for (int64_t dst = 0; dst < out; ++dst) {
+    const int64_t src = source_index<mode>(a.s[2], dst, in);
+    run = src == last ? run + 1 : 1;
+    last = src;
+    widest = std::max(widest, run);
+  }
+  return widest;
+}
+
 // Elements per 16-byte pack.
 template <typename scalar_t>
 constexpr int64_t kPack = 16 / static_cast<int64_t>(sizeof(scalar_t));
 
-// The packed backward (see backward_pack below) applies to an NCDHW grad_input
-// whose W windows are a uniform fold by L in {1, 2, 4} (w_fold: W's
-// uniform_fold) when every pack of
-// grad_input and every run of L packs of grad_output it reads is a whole,
-// 16-byte aligned pack: grad_input's rows and grad_output's W axis dense,
-// iW a multiple of the pack, grad_output's other strides (of axes longer
-// than 1) multiples of it, both data pointers 16-byte aligned. Returns L, or
-// 0 for the general one-element-per-thread kernel.
-template <typename scalar_t>
-inline int64_t packed_fold(int64_t w_fold, const at::Tensor& grad_output, const at::Tensor& grad_input,
-                           bool channels_last) {
+// Which backward kernel a launch takes (backward_path), one per kind of
+// thread:
+//   kElement   one grad_input element (backward_element): any layout, any
+//              strides;
+//   kFold      a 16-byte pack of an NCDHW row whose W windows are a uniform
+//              fold by L in {1, 2, 4}, read as L 16-byte packs of grad_output
+//              per row (backward_pack);
+//   kRow       a 16-byte pack of an NCDHW row, any W windows, grad_output
+//              read element by element through its strides (backward_row_pack);
+//   kChannels  a 16-byte pack of channels of a channels_last_3d grad_input,
+//              each tap of the shared window one 16-byte load of grad_output's
+//              channels (backward_channel_pack).
+// A thread of the packed kernels writes its pack with one 16-byte store and
+// keeps V elements' loads independent of each other, so more bytes are in
+// flight per thread than with one element (the one-element kernel's window
+// loop has one load in flight at a time). `taps` is L for kFold; for kRow and
+// kChannels the W taps a window loop is unrolled to (2: every W window has at
+// most 2 elements, loads predicated on the window's end) or 0 (a plain loop).
+// Every kernel adds an element's window in (d, h, w) order from +0.0 in
+// opmath and rounds once, so all four give the same bits.
+enum class Kernel { kElement, kFold, kRow, kChannels };
+
+struct Path {
+  Kernel kernel = Kernel::kElement;
+  int64_t taps = 0;
+};
+
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// The W taps a kRow or kChannels window loop is unrolled to.
+inline int64_t taps_of(int64_t widest) { return widest <= 2 ? 2 : 0; }
+
+// The path of a backward launch (csrc/cuda/upsample.cu; the host emulation
+// asks the same function). grad_input is dense in its layout (channels_last:
+// channels_last_3d, else contiguous), as the launch makes it. A packed path
+// needs every pack of grad_input whole and 16-byte aligned (its row or its
+// channels a multiple of V long, the pointer aligned), and kFold and
+// kChannels every 16-byte load of grad_output too (the packed axis dense,
+// its other strides of axes longer than 1 multiples of V, the pointer
+// aligned).
+template <Mode mode, typename scalar_t>
+inline Path backward_path(const Axes& a, const std::array<int64_t, 3>& folds, const at::Tensor& grad_output,
+                          const at::Tensor& grad_input, bool channels_last) {
   constexpr int64_t V = kPack<scalar_t>;
-  if (channels_last) return 0;
-  if (!grad_input.is_contiguous() || grad_input.size(4) % V != 0) return 0;
-  if (grad_output.size(4) > 1 && grad_output.stride(4) != 1) return 0;
-  for (int d = 0; d < 4; ++d) {
-    if (grad_output.size(d) > 1 && grad_output.stride(d) % V != 0) return 0;
+  // grad_output's loads as 16-byte packs along `packed` (1: C, 4: W).
+  const auto go_packs = [&](int packed) {
+    if (grad_output.stride(packed) != 1 || !aligned16(grad_output.const_data_ptr())) return false;
+    for (int d = 0; d < 5; ++d) {
+      if (d != packed && grad_output.size(d) > 1 && grad_output.stride(d) % V != 0) return false;
+    }
+    return true;
+  };
+  const int64_t packed_axis_size = grad_input.size(channels_last ? 1 : 4);
+  if (packed_axis_size % V != 0 || !aligned16(grad_input.const_data_ptr())) return {};
+  if (channels_last) {
+    if (!go_packs(1)) return {};
+    return {Kernel::kChannels, taps_of(widest_w_window<mode>(a, folds[2]))};
   }
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (!aligned(grad_output.const_data_ptr()) || !aligned(grad_input.const_data_ptr())) return 0;
-  return w_fold == 1 || w_fold == 2 || w_fold == 4 ? w_fold : 0;
+  const int64_t L = folds[2];
+  if ((L == 1 || L == 2 || L == 4) && go_packs(4)) return {Kernel::kFold, L};
+  return {Kernel::kRow, taps_of(widest_w_window<mode>(a, L))};
 }
 
-// Calls f(std::integral_constant<int, L>{}) for L in {1, 2, 4}.
+// Calls f(kernel, taps, channels_last), each a std::integral_constant, for
+// the path: one instantiation per kernel a launch can take.
 template <typename F>
-inline void with_fold(int64_t L, F&& f) {
-  switch (L) {
-    case 1: return f(std::integral_constant<int, 1>{});
-    case 2: return f(std::integral_constant<int, 2>{});
-    case 4: return f(std::integral_constant<int, 4>{});
-    default: TORCH_INTERNAL_ASSERT(false, "no packed kernel for a fold by ", L);
+inline void with_path(const Path& path, bool channels_last, F&& f) {
+  using K = Kernel;
+  constexpr std::false_type ncdhw{};
+  constexpr std::true_type cl{};
+  using T0 = std::integral_constant<int, 0>;
+  using T1 = std::integral_constant<int, 1>;
+  using T2 = std::integral_constant<int, 2>;
+  using T4 = std::integral_constant<int, 4>;
+  switch (path.kernel) {
+    case K::kElement:
+      if (channels_last) return f(std::integral_constant<K, K::kElement>{}, T0{}, cl);
+      return f(std::integral_constant<K, K::kElement>{}, T0{}, ncdhw);
+    case K::kFold: {
+      constexpr std::integral_constant<K, K::kFold> fold{};
+      if (path.taps == 1) return f(fold, T1{}, ncdhw);
+      if (path.taps == 2) return f(fold, T2{}, ncdhw);
+      if (path.taps == 4) return f(fold, T4{}, ncdhw);
+      break;
+    }
+    case K::kRow: {
+      constexpr std::integral_constant<K, K::kRow> row{};
+      if (path.taps == 0) return f(row, T0{}, ncdhw);
+      if (path.taps == 2) return f(row, T2{}, ncdhw);
+      break;
+    }
+    case K::kChannels: {
+      constexpr std::integral_constant<K, K::kChannels> channels{};
+      if (path.taps == 0) return f(channels, T0{}, cl);
+      if (path.taps == 2) return f(channels, T2{}, cl);
+      break;
+    }
   }
+  TORCH_INTERNAL_ASSERT(false, "no backward kernel for this path (", static_cast<int>(path.kernel), ", ",
+                        path.taps, " taps)");
 }
 
-// The packed backward's walk: N, C, iD, iH, iW / pack.
+// A path's threads: grad_input's elements or its packs.
+inline int64_t units_of(const at::Tensor& grad_input, const Path& path) {
+  return path.kernel == Kernel::kElement ? grad_input.numel() : grad_input.numel() / (16 / grad_input.element_size());
+}
+
+// A path's walk over its threads, in grad_input's memory order: N, C, D, H,
+// W or N, D, H, W, C, the packed axis (W, or C for kChannels) counted in packs.
 template <typename scalar_t, typename index_t>
-Unravel5<index_t> pack_walk_of(const at::Tensor& grad_input) {
-  const int64_t sizes[5] = {grad_input.size(0), grad_input.size(1), grad_input.size(2), grad_input.size(3),
-                            grad_input.size(4) / kPack<scalar_t>};
+Unravel5<index_t> unit_walk_of(const at::Tensor& gi, const Path& path, bool channels_last) {
+  const int64_t V = path.kernel == Kernel::kElement ? 1 : kPack<scalar_t>;
+  if (channels_last) {
+    const int64_t sizes[5] = {gi.size(0), gi.size(2), gi.size(3), gi.size(4), gi.size(1) / V};
+    return Unravel5<index_t>(sizes);
+  }
+  const int64_t sizes[5] = {gi.size(0), gi.size(1), gi.size(2), gi.size(3), gi.size(4) / V};
   return Unravel5<index_t>(sizes);
 }
 
@@ -222,8 +319,8 @@ struct Windows {
 };
 
 // The windows of a backward launch from its folds (uniform_folds), with no
-// table yet. The packed kernel reads D and H from them (its W fold is its L),
-// the one-element kernel all three; `needs_table` says whether one is missing.
+// table yet. Kernel::kFold reads D and H from them (its W fold is its L),
+// the other kernels all three; `needs_table` says whether one is missing.
 template <typename index_t>
 Windows<index_t> folds_of(const Axes& a, const std::array<int64_t, 3>& folds) {
   Windows<index_t> w{};
@@ -235,8 +332,8 @@ Windows<index_t> folds_of(const Axes& a, const std::array<int64_t, 3>& folds) {
 }
 
 template <typename index_t>
-inline bool needs_table(const Windows<index_t>& w, bool packed) {
-  return w.fold[0] == 0 || w.fold[1] == 0 || (!packed && w.fold[2] == 0);
+inline bool needs_table(const Windows<index_t>& w, const Path& path) {
+  return w.fold[0] == 0 || w.fold[1] == 0 || (path.kernel != Kernel::kFold && w.fold[2] == 0);
 }
 
 // Backward: grad_input[p] = the sum of grad_output over the element's window,
@@ -268,7 +365,7 @@ struct alignas(16) Pack {
   scalar_t v[kPack<scalar_t>];
 };
 
-// Backward, packed (W a uniform fold by L, NCDHW, see packed_fold): pack q
+// Backward, packed (Kernel::kFold: W a uniform fold by L, NCDHW): pack q
 // of grad_input, V = kPack adjacent elements of a row, is the sum over the
 // D and H windows of the L*V grad_output elements of the row below it, read
 // as L 16-byte packs and written as one. Each element adds its window in
@@ -308,6 +405,142 @@ C10_HOST_DEVICE inline void backward_pack(index_t q, const scalar_t* __restrict_
 #pragma unroll
   for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
   reinterpret_cast<Pack<scalar_t>*>(gi)[q] = out;
+}
+
+// A W window [w0, w1) of at most Taps taps (Taps > 0, backward_path), as
+// Taps loads predicated on the window's end. A thread first loads every tap
+// of a row (all in flight at once), then adds them in order (`added`).
+template <int Taps, typename X>
+struct TapLoads {
+  X in[Taps];
+  bool has[Taps];
+
+  template <typename index_t, typename Load>
+  C10_HOST_DEVICE inline void load(index_t w0, index_t w1, const Load& at) {
+#pragma unroll
+    for (int t = 0; t < Taps; ++t) {
+      has[t] = w0 + static_cast<index_t>(t) < w1;
+      in[t] = has[t] ? at(w0 + static_cast<index_t>(t)) : X{};
+    }
+  }
+
+  template <typename Add>
+  C10_HOST_DEVICE inline void added(const Add& add) const {
+#pragma unroll
+    for (int t = 0; t < Taps; ++t) {
+      if (has[t]) add(in[t]);
+    }
+  }
+};
+
+// Backward, a pack of an NCDHW row (Kernel::kRow): pack q of grad_input, V =
+// kPack adjacent elements of a row, each the sum over its own window; the D
+// and H windows are the pack's, the W windows each element's (a fold or the
+// table). grad_output is read element by element through its strides; with
+// Taps > 0, all V * Taps loads of a row are issued before the first add.
+// Each element adds its window in (d, h, w) order from +0.0 in opmath and
+// rounds once, as backward_element does.
+template <int Taps, typename scalar_t, typename index_t>
+C10_HOST_DEVICE inline void backward_row_pack(index_t q, const scalar_t* __restrict__ go,
+                                              scalar_t* __restrict__ gi, const Unravel5<index_t>& unravel,
+                                              const Strides5<index_t>& st, const Windows<index_t>& win) {
+  using acc_t = at::opmath_type<scalar_t>;
+  constexpr int V = static_cast<int>(kPack<scalar_t>);
+  index_t n, c, i, j, kv;
+  logical<false>(unravel, q, n, c, i, j, kv);
+  index_t d0, d1, h0, h1, w0[V], w1[V];
+  win.of(0, i, d0, d1);
+  win.of(1, j, h0, h1);
+#pragma unroll
+  for (int v = 0; v < V; ++v) win.of(2, kv * static_cast<index_t>(V) + static_cast<index_t>(v), w0[v], w1[v]);
+  const scalar_t* base = go + n * st.s[0] + c * st.s[1];
+  acc_t acc[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
+  for (index_t d = d0; d < d1; ++d) {
+    for (index_t h = h0; h < h1; ++h) {
+      const scalar_t* row = base + d * st.s[2] + h * st.s[3];
+      const auto at = [&](index_t w) { return row[w * st.s[4]]; };
+      if constexpr (Taps == 0) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          for (index_t w = w0[v]; w < w1[v]; ++w) acc[v] += static_cast<acc_t>(at(w));
+        }
+      } else {
+        TapLoads<Taps, scalar_t> taps[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) taps[v].load(w0[v], w1[v], at);
+#pragma unroll
+        for (int v = 0; v < V; ++v) taps[v].added([&](scalar_t x) { acc[v] += static_cast<acc_t>(x); });
+      }
+    }
+  }
+  Pack<scalar_t> out;
+#pragma unroll
+  for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
+  reinterpret_cast<Pack<scalar_t>*>(gi)[q] = out;
+}
+
+// Backward, a pack of channels (Kernel::kChannels, channels_last_3d): pack q
+// of grad_input, V = kPack adjacent channels of one (n, d, h, w), sums one
+// window for all of them; each tap is one 16-byte load of grad_output's V
+// channels there (with Taps > 0, a row's taps all issued before the first
+// add). Each channel adds its window in (d, h, w) order from +0.0 in opmath
+// and rounds once, as backward_element does.
+template <int Taps, typename scalar_t, typename index_t>
+C10_HOST_DEVICE inline void backward_channel_pack(index_t q, const scalar_t* __restrict__ go,
+                                                  scalar_t* __restrict__ gi, const Unravel5<index_t>& unravel,
+                                                  const Strides5<index_t>& st, const Windows<index_t>& win) {
+  using acc_t = at::opmath_type<scalar_t>;
+  constexpr int V = static_cast<int>(kPack<scalar_t>);
+  index_t n, cv, i, j, k;
+  logical<true>(unravel, q, n, cv, i, j, k);
+  index_t d0, d1, h0, h1, w0, w1;
+  win.of(0, i, d0, d1);
+  win.of(1, j, h0, h1);
+  win.of(2, k, w0, w1);
+  const scalar_t* base = go + n * st.s[0] + cv * static_cast<index_t>(V);  // (channels dense: s[1] == 1)
+  acc_t acc[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
+  const auto add = [&](const Pack<scalar_t>& in) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] += static_cast<acc_t>(in.v[v]);
+  };
+  for (index_t d = d0; d < d1; ++d) {
+    for (index_t h = h0; h < h1; ++h) {
+      const scalar_t* row = base + d * st.s[2] + h * st.s[3];
+      const auto at = [&](index_t w) { return *reinterpret_cast<const Pack<scalar_t>*>(row + w * st.s[4]); };
+      if constexpr (Taps == 0) {
+        for (index_t w = w0; w < w1; ++w) add(at(w));
+      } else {
+        TapLoads<Taps, Pack<scalar_t>> taps;
+        taps.load(w0, w1, at);
+        taps.added(add);
+      }
+    }
+  }
+  Pack<scalar_t> out;
+#pragma unroll
+  for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
+  reinterpret_cast<Pack<scalar_t>*>(gi)[q] = out;
+}
+
+// One thread's work on the path's kernel (with_path): unit q, an element or
+// a pack of grad_input in its memory order (unit_walk_of).
+template <Kernel kernel, int Taps, bool channels_last, typename scalar_t, typename index_t>
+C10_HOST_DEVICE inline void backward_unit(index_t q, const scalar_t* __restrict__ go, scalar_t* __restrict__ gi,
+                                          const Unravel5<index_t>& unravel, const Strides5<index_t>& st,
+                                          const Windows<index_t>& win) {
+  if constexpr (kernel == Kernel::kElement) {
+    backward_element<channels_last>(q, go, gi, unravel, st, win);
+  } else if constexpr (kernel == Kernel::kFold) {
+    backward_pack<Taps>(q, go, gi, unravel, st, win);
+  } else if constexpr (kernel == Kernel::kRow) {
+    backward_row_pack<Taps>(q, go, gi, unravel, st, win);
+  } else {
+    backward_channel_pack<Taps>(q, go, gi, unravel, st, win);
+  }
 }
 
 }  // namespace torch_aclnn::upsample::kernels

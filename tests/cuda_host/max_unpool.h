@@ -99,25 +99,38 @@ std::tuple<at::Tensor, int64_t, bool> forward(const at::Tensor& self_, const at:
   return {out, flag, miss != kNone};
 }
 
-std::tuple<at::Tensor, int64_t> backward(const at::Tensor& grad_output_, const at::Tensor& self,
-                                         const at::Tensor& indices_, std::vector<int64_t> output_size,
-                                         bool channels_last, bool wide) {
+// packs: gather_pack where the launch takes it (gather_packs), else element
+// by element. Returns the result, the flag and whether packs ran.
+std::tuple<at::Tensor, int64_t, bool> backward(const at::Tensor& grad_output_, const at::Tensor& self,
+                                               const at::Tensor& indices_, std::vector<int64_t> output_size,
+                                               bool channels_last, bool wide, bool packs) {
   const c10::MemoryFormat fmt =
       channels_last && self.dim() == 5 ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
   at::Tensor gi = at::empty(self.sizes(), grad_output_.options().memory_format(fmt));
   int64_t flag = kNone;
-  if (gi.numel() == 0) return {gi, flag};
+  if (gi.numel() == 0) return {gi, flag, false};
   const at::Tensor grad_output = flattenable(grad_output_, fmt);
   const at::Tensor indices = flattenable(indices_, fmt);
   const Geometry g = geometry(self, output_size);
   TORCH_CHECK(wide || fits_32bit({&grad_output, &indices, &gi}));
   const bool cl = fmt == c10::MemoryFormat::ChannelsLast3d && g.five;
+  bool packed = false;
   with_index_type(!wide, [&](auto index_tag) {
     using index_t = decltype(index_tag);
     dispatch_by_size(grad_output.scalar_type(), [&](auto tag) {
       using T = decltype(tag);
+      packed = packs && gather_packs<T>(g, gi, indices, cl);
       with_bool(cl, [&](auto c) {
         const Walk<index_t> walk(g.S, g.C);
+        if (packed) {
+          for (int64_t q = 0; q < gi.numel() / kGatherPack<T>; ++q) {
+            gather_pack<decltype(c)::value>(static_cast<index_t>(q), static_cast<const T*>(grad_output.const_data_ptr()),
+                                            planes_of<index_t>(grad_output), indices.const_data_ptr<int64_t>(),
+                                            planes_of<index_t>(indices), static_cast<T*>(gi.mutable_data_ptr()), walk,
+                                            g.C, g.S, g.oS, &flag);
+          }
+          return;
+        }
         for (int64_t p = 0; p < gi.numel(); ++p) {
           gather_element<decltype(c)::value>(static_cast<index_t>(p),
                                              static_cast<const T*>(grad_output.const_data_ptr()),
@@ -128,7 +141,7 @@ std::tuple<at::Tensor, int64_t> backward(const at::Tensor& grad_output_, const a
       });
     });
   });
-  return {gi, flag};
+  return {gi, flag, packed};
 }
 
 }  // namespace host_max_unpool

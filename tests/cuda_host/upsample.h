@@ -12,6 +12,8 @@
 
 #include <array>
 #include <optional>
+#include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -83,20 +85,22 @@ at::Tensor window_table(std::vector<int64_t> output_size, std::vector<int64_t> i
   return torch::tensor(win, torch::kLong);
 }
 
-// The fold of the packed kernel the launch takes (csrc/cuda/upsample.cu), or
-// 0 for the one-element kernel.
-int64_t packed_for(const at::Tensor& grad_output, const at::Tensor& gi, const std::array<int64_t, 3>& folds,
-                   bool channels_last) {
-  return AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "packed_for", [&] {
-    return packed_fold<scalar_t>(folds[2], grad_output, gi, channels_last);
-  });
-}
-
 // uniform_folds of the launch's mode.
 std::array<int64_t, 3> folds_for(const Axes& a, bool exact) {
   std::array<int64_t, 3> folds{};
   with_mode(exact, [&](auto m) { folds = uniform_folds<decltype(m)::value>(a); });
   return folds;
+}
+
+// The kernel the launch takes (csrc/cuda/upsample.cu asks the same function).
+template <typename scalar_t>
+Path path_for(const Axes& a, bool exact, const std::array<int64_t, 3>& folds, const at::Tensor& grad_output,
+              const at::Tensor& gi, bool channels_last) {
+  Path path;
+  with_mode(exact, [&](auto m) {
+    path = backward_path<decltype(m)::value, scalar_t>(a, folds, grad_output, gi, channels_last);
+  });
+  return path;
 }
 
 // The backward kernel's result, computed on the host.
@@ -109,8 +113,9 @@ at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_s
   TORCH_CHECK(wide || fits_32bit({&grad_output, &gi}));
   const Axes a = make_axes(input_size, output_size, scales);
   const std::array<int64_t, 3> folds = folds_for(a, exact);
-  const int64_t packed = packed_for(grad_output, gi, folds, channels_last);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "backward", [&] {
+    const Path path = path_for<scalar_t>(a, exact, folds, grad_output, gi, channels_last);
+    const int64_t units = units_of(gi, path);
     with_index_type(!wide, [&](auto index_tag) {
       using index_t = decltype(index_tag);
       // The folds and, where the launch builds one, the table; where it does
@@ -118,26 +123,15 @@ at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_s
       // anyway gives a wrong result rather than a crash.
       Windows<index_t> win = folds_of<index_t>(a, folds);
       const std::vector<int64_t> table =
-          needs_table(win, packed != 0) ? windows(a, exact) : std::vector<int64_t>(2 * window_entries(a), 0);
+          needs_table(win, path) ? windows(a, exact) : std::vector<int64_t>(2 * window_entries(a), 0);
       win.table = table.data();
-      if (packed) {  // the packed kernel, as csrc/cuda/upsample.cu launches it
-        const int64_t packs = gi.numel() / kPack<scalar_t>;
-        const auto unravel = pack_walk_of<scalar_t, index_t>(gi);
-        const auto st = strides_of<index_t>(grad_output);
-        with_fold(packed, [&](auto fold) {
-          for (int64_t q = 0; q < packs; ++q) {
-            backward_pack<decltype(fold)::value>(static_cast<index_t>(q), grad_output.const_data_ptr<scalar_t>(),
-                                                 gi.mutable_data_ptr<scalar_t>(), unravel, st, win);
-          }
-        });
-        return;
-      }
-      const auto unravel = walk_of<index_t>(gi, channels_last);
+      const auto unravel = unit_walk_of<scalar_t, index_t>(gi, path, channels_last);
       const auto st = strides_of<index_t>(grad_output);
-      with_bool(channels_last, [&](auto cl) {
-        for (int64_t p = 0; p < gi.numel(); ++p) {
-          backward_element<decltype(cl)::value>(static_cast<index_t>(p), grad_output.const_data_ptr<scalar_t>(),
-                                                gi.mutable_data_ptr<scalar_t>(), unravel, st, win);
+      with_path(path, channels_last, [&](auto kernel, auto taps, auto cl) {
+        for (int64_t q = 0; q < units; ++q) {
+          backward_unit<decltype(kernel)::value, decltype(taps)::value, decltype(cl)::value>(
+              static_cast<index_t>(q), grad_output.const_data_ptr<scalar_t>(), gi.mutable_data_ptr<scalar_t>(),
+              unravel, st, win);
         }
       });
     });
@@ -145,14 +139,20 @@ at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_s
   return gi;
 }
 
-// Which backward kernel the launch takes for these arguments, with an NCDHW
-// grad_input: the fold L of the packed kernel, or 0 for the one-element kernel.
-int64_t backward_path(const at::Tensor& grad_output, std::vector<int64_t> output_size,
-                      std::vector<int64_t> input_size, std::optional<double> sd, std::optional<double> sh,
-                      std::optional<double> sw, bool exact) {
+// Which backward kernel the launch takes for these arguments: its name and
+// taps (Path).
+std::tuple<std::string, int64_t> backward_path_of(const at::Tensor& grad_output, std::vector<int64_t> output_size,
+                                                  std::vector<int64_t> input_size, std::optional<double> sd,
+                                                  std::optional<double> sh, std::optional<double> sw, bool exact,
+                                                  bool channels_last) {
   const Scale scales[3] = {sd, sh, sw};
-  const at::Tensor gi = at::empty(input_size, grad_output.options());
-  return packed_for(grad_output, gi, folds_for(make_axes(input_size, output_size, scales), exact), false);
+  const at::Tensor gi = at::empty(input_size, grad_output.options().memory_format(format(channels_last)));
+  const Axes a = make_axes(input_size, output_size, scales);
+  const Path path = AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "path", [&] {
+    return path_for<scalar_t>(a, exact, folds_for(a, exact), grad_output, gi, channels_last);
+  });
+  static const char* names[] = {"element", "fold", "row", "channels"};
+  return {names[static_cast<int>(path.kernel)], path.taps};
 }
 
 }  // namespace host_upsample
@@ -162,5 +162,5 @@ inline void register_upsample(pybind11::module_& m) {
   m.def("forward", &forward);
   m.def("backward", &backward);
   m.def("window_table", &window_table);
-  m.def("backward_path", &backward_path);
+  m.def("backward_path", &backward_path_of);
 }
