@@ -55,7 +55,9 @@ def upsample(emulation):
 
 EXACT = {"upsample_nearest3d": False, "upsample_nearest3d_backward": False,
          "upsample_nearest_exact3d": True, "upsample_nearest_exact3d_backward": True}
-VARIANTS = [(cl, wide) for cl in (False, True) for wide in (False, True)]
+# (channels_last result, 64-bit indexing, the result's element offset in its
+# buffer: 1 misaligns every pack, as an out= tensor may).
+VARIANTS = [(cl, wide, 0) for cl in (False, True) for wide in (False, True)] + [(False, False, 1), (True, False, 1)]
 
 
 def _emulate(emu, name, args):
@@ -64,19 +66,19 @@ def _emulate(emu, name, args):
     if name.endswith("_backward"):
         g, out, insz, *scales = args
         sd, sh, sw = (scales + [None] * 3)[:3]
-        return lambda cl, wide: emu.backward(g, list(out), list(insz), sd, sh, sw, exact, cl, wide)
+        return lambda cl, wide, offset: emu.backward(g, list(out), list(insz), sd, sh, sw, exact, cl, wide, offset)
     x, out, *scales = args
     sd, sh, sw = (scales + [None] * 3)[:3]
-    return lambda cl, wide: emu.forward(x, list(out), sd, sh, sw, exact, cl, wide)
+    return lambda cl, wide, offset: emu.forward(x, list(out), sd, sh, sw, exact, cl, wide)
 
 
 def _check(emu, name, args, desc):
     expected = getattr(torch.ops.torch_aclnn, name)(*args)
     run = _emulate(emu, name, args)
-    for cl, wide in VARIANTS:
-        got = run(cl, wide)
+    for cl, wide, offset in VARIANTS:
+        got = run(cl, wide, offset)
         assert got.shape == expected.shape, desc
-        assert torch.equal(got, expected), f"{desc} channels_last={cl} wide={wide}: " \
+        assert torch.equal(got, expected), f"{desc} channels_last={cl} wide={wide} offset={offset}: " \
             f"max diff {(got.double() - expected.double()).abs().max()}"
 
 
@@ -115,6 +117,13 @@ def test_upsample_random(upsample):
             _check(upsample, bwd, (g, out, insz, *scales), f"{bwd} {out}->{insz} s={scales} {layout} {dtype}")
 
 
+def _w_fold(exact, iw, ow, scale):
+    """L where every W input index owns the outputs [L*i, L*i + L), else 0."""
+    src = source_indices("nearest-exact" if exact else "nearest", iw, ow, scale, scale is not None).tolist()
+    L = ow // iw
+    return L if ow % iw == 0 and all(src[d] == d // L for d in range(ow)) else 0
+
+
 def _widest_w_window(exact, iw, ow, scale):
     """The most W outputs one input index owns, by the spec's mapping."""
     src = source_indices("nearest-exact" if exact else "nearest", iw, ow, scale,
@@ -142,7 +151,7 @@ def test_upsample_packed_backward(upsample, dtype):
         for exact, bwd in ((False, "upsample_nearest3d_backward"), (True, "upsample_nearest_exact3d_backward")):
             g = make_tensor(insz[:2] + out, dtype)
             want = L in (1, 2, 4) and whole
-            assert upsample.backward_path(g, out, insz, None, None, None, exact, False) == \
+            assert upsample.backward_path(g, out, insz, None, None, None, exact, False, 0) == \
                 (("fold", L) if want else row), (insz, out, exact)
             taken += want
             _check(upsample, bwd, (g, out, insz), f"{bwd} {out}->{insz} {dtype}")
@@ -151,7 +160,7 @@ def test_upsample_packed_backward(upsample, dtype):
             shifted = make_tensor([g.numel() + 1], dtype)[1:].view(g.shape)
             strided = make_tensor(insz[:2] + out[:2] + [2 * out[2]], dtype)[..., ::2]
             for other in (shifted, strided):
-                assert upsample.backward_path(other, out, insz, None, None, None, exact, False) == row
+                assert upsample.backward_path(other, out, insz, None, None, None, exact, False, 0) == row
                 _check(upsample, bwd, (other, out, insz), f"{bwd} {out}->{insz} {dtype} strided")
             moved, out_m = (1.0, 1.0, L + 0.5 / iw), insz[2:4] + [L * iw]
             g_m = make_tensor(insz[:2] + out_m, dtype)
@@ -161,7 +170,7 @@ def test_upsample_packed_backward(upsample, dtype):
             fold = all(src[d] == d // L for d in range(L * iw))
             widest = _widest_w_window(exact, iw, L * iw, moved[2])
             moved_row = ("row", 2 if widest <= 2 else 0) if whole else ("element", 0)
-            assert upsample.backward_path(g_m, out_m, insz, *moved, exact, False) == \
+            assert upsample.backward_path(g_m, out_m, insz, *moved, exact, False, 0) == \
                 (("fold", L) if want and fold else moved_row)
             moved_folds += not fold
             _check(upsample, bwd, (g_m, out_m, insz, *moved), f"{bwd} {out_m}->{insz} s={moved} {dtype}")
@@ -192,26 +201,44 @@ def test_upsample_row_and_channel_packs(upsample, dtype):
         taps = 2 if _widest_w_window(exact, iw, out[2], scales[2]) <= 2 else 0
         for cl in (False, True):
             g = make_tensor(insz[:2] + out, dtype, layout="channels_last_3d" if cl else "contiguous")
-            path = upsample.backward_path(g, out, insz, *scales, exact, cl)
+            path = upsample.backward_path(g, out, insz, *scales, exact, cl, 0)
             if cl:
                 want = ("channels", taps) if C % v == 0 else ("element", 0)
-            elif path[0] == "fold":
-                want = path  # (test_upsample_packed_backward covers kFold)
+            elif iw % v == 0 and _w_fold(exact, iw, out[2], scales[2]) in (1, 2, 4) and \
+                    all(st % v == 0 for st, n in zip(g.stride()[:4], g.shape[:4]) if n > 1):
+                want = ("fold", _w_fold(exact, iw, out[2], scales[2]))
             else:
                 want = ("row", taps) if iw % v == 0 else ("element", 0)
             assert path == want, (insz, out, scales, exact, cl)
             seen.add(path)
+            # A result one element into its buffer (as an out= tensor may be):
+            # no pack of it is aligned, so the one-element kernel.
+            assert upsample.backward_path(g, out, insz, *scales, exact, cl, 1) == ("element", 0)
             _check(upsample, bwd, (g, out, insz, *scales), f"{bwd} {out}->{insz} s={scales} {dtype} cl={cl}")
         if C % v == 0:
-            # grad_output's channels not dense (a channel slice), or one
-            # element off alignment: the one-element kernel.
+            # grad_output's channels not dense (a channel slice), dense but
+            # with positions C + 1 apart (the first C of C + 1 channels), or
+            # one element off alignment: the one-element kernel.
             wide = make_tensor(insz[:1] + [2 * C] + out, dtype, layout="channels_last_3d")[:, ::2]
+            first = make_tensor(insz[:1] + [C + 1] + out, dtype, layout="channels_last_3d")[:, :C]
             flat = make_tensor([math.prod(insz[:2] + out) + 1], dtype)[1:]
             shifted = flat.view(insz[0], *out, C).permute(0, 4, 1, 2, 3)
-            for other in (wide, shifted):
-                assert upsample.backward_path(other, out, insz, *scales, exact, True) == ("element", 0)
+            for other in (wide, first, shifted):
+                assert upsample.backward_path(other, out, insz, *scales, exact, True, 0) == ("element", 0)
                 _check(upsample, bwd, (other, out, insz, *scales), f"{bwd} {out}->{insz} {dtype} other")
     assert {("row", 2), ("row", 0), ("channels", 2), ("channels", 0), ("element", 0)} <= seen, seen
+
+
+def test_upsample_rows_past_the_scan(upsample):
+    """A W axis of more than 2^16 outputs is not scanned on the host: no fold,
+    and its windows count as wider than 2 (a plain loop), with the same bits."""
+    for exact, bwd in ((False, "upsample_nearest3d_backward"), (True, "upsample_nearest_exact3d_backward")):
+        for iw in (32768, 32772):  # (W upsampled by 2: 65536 outputs, scanned; 65544, not)
+            insz, out = [1, 1, 1, 1, iw], [1, 1, 2 * iw]
+            g = make_tensor(insz[:2] + out, torch.float32)
+            want = ("fold", 2) if 2 * iw <= 2 ** 16 else ("row", 0)
+            assert upsample.backward_path(g, out, insz, None, None, None, exact, False, 0) == want
+            _check(upsample, bwd, (g, out, insz), f"{bwd} W {iw}")
 
 
 def test_upsample_window_table(upsample):
@@ -337,7 +364,7 @@ def test_max_unpool_samples(max_unpool, dtype):
         for wide in (False, True):
             for cl in (False, True):
                 for packs in (False, True):
-                    got, flag, _ = max_unpool.backward(g, x, idx, list(out), cl, wide, packs)
+                    got, flag, _ = max_unpool.backward(g, x, idx, list(out), cl, wide, packs, 0)
                     assert flag == max_unpool.NONE and torch.equal(got, expected), \
                         f"{s.desc} wide={wide} cl={cl} packs={packs}"
 
@@ -355,6 +382,7 @@ def test_max_unpool_out_of_range(max_unpool):
     nothing for it, the backward writes 0 there; everything else is the
     CPU kernels' result on the valid indices."""
     gen = torch.Generator().manual_seed(3)
+    taken = 0  # (calls through the packed gather)
     for shape, out in (((2, 3, 2, 3, 4), [3, 4, 3]), ((3, 2, 2, 4), [2, 3, 3]), ((1, 5, 1, 2, 2), [2, 2, 2])):
         o_s = out[0] * out[1] * out[2]
         for layout in ("contiguous", "channels_last_3d", "permuted"):
@@ -381,11 +409,13 @@ def test_max_unpool_out_of_range(max_unpool):
                     assert torch.equal(got[mask], ref[mask]), (shape, layout)
                     g = make_tensor(list(shape[:-3]) + out, torch.float32, layout=layout)
                     for cl, packs in ((False, False), (False, True), (True, False), (True, True)):
-                        gi, flag, _ = max_unpool.backward(g, x, i, out, cl, wide, packs)
+                        gi, flag, packed = max_unpool.backward(g, x, i, out, cl, wide, packs, 0)
+                        taken += packed
                         assert flag == want, (shape, layout, flag, want)
                         ref = torch.ops.torch_aclnn.max_unpool3d_backward(g, x, make_layout(safe, layout), out,
                                                                           [1, 1, 1], [0, 0, 0])
                         assert torch.equal(gi, torch.where(valid, ref, torch.zeros_like(ref))), (shape, layout)
+    assert taken > 0
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float16, torch.float32, torch.float64], ids=str)
@@ -424,11 +454,23 @@ def test_max_unpool_gather_packs(max_unpool, dtype):
             ref = torch.ops.torch_aclnn.max_unpool3d_backward(g, x, make_layout(safe, layout), out, [1, 1, 1],
                                                               [0, 0, 0])
             ref = torch.where(valid, ref, torch.zeros_like(ref))
-            for ix, can in ((i, True), (shifted, False)):
+            # Dense along the packed axis and aligned, but with N (NCDHW) or
+            # the positions (channels_last_3d) one element further apart than
+            # dense: packs of the second n or position would be misaligned.
+            sizes = list(i.shape)
+            st = list(i.stride())
+            if cl:
+                st[2:5] = [s + s // C for s in st[2:5]]
+                st[0] = st[2] * sizes[2]
+            else:
+                st[0] += 1
+            apart = torch.empty(sizes[0] * st[0], dtype=torch.int64).as_strided(sizes, st)
+            apart.copy_(i)
+            for ix, can, offset in ((i, True, 0), (shifted, False, 0), (apart, False, 0), (i, False, 1)):
                 for wide in (False, True):
-                    gi, flag, packed = max_unpool.backward(g, x, ix, out, cl, wide, True)
+                    gi, flag, packed = max_unpool.backward(g, x, ix, out, cl, wide, True, offset)
                     run = C if cl else shape[2] * shape[3] * shape[4]
-                    assert packed == (can and run % v == 0), (shape, layout, can)
+                    assert packed == (can and run % v == 0), (shape, layout, can, offset)
                     taken += packed
                     assert flag == want_flag, (shape, layout, flag, want_flag)
                     assert torch.equal(gi, ref), (shape, layout, can, wide)

@@ -56,6 +56,20 @@ inline void with_bool(bool b, F&& f) {
   }
 }
 
+// A vector access (a pack of elements read or written at once) at p. On the
+// host, where the CUDA kernels' element code runs in tests
+// (tests/test_cuda_host_emulation.py), the address is checked for the
+// alignment the device needs: x86 reads a misaligned pack without complaint,
+// a GPU does not.
+template <typename P, typename T>
+C10_HOST_DEVICE inline P* as_pack(T* p) {
+#if !defined(__CUDA_ARCH__)
+  TORCH_INTERNAL_ASSERT(reinterpret_cast<uintptr_t>(p) % alignof(P) == 0, "misaligned ", sizeof(P),
+                        "-byte pack access");
+#endif
+  return reinterpret_cast<P*>(p);
+}
+
 template <typename index_t>
 using Divider = at::cuda::detail::IntDivider<index_t>;
 

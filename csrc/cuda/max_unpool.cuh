@@ -25,6 +25,7 @@
 namespace torch_aclnn::max_unpool::kernels {
 
 // Planes, their walks and the position flag (cuda/planes.cuh).
+using torch_aclnn::cuda::as_pack;
 using torch_aclnn::cuda::channels_fastest;
 using torch_aclnn::cuda::Divider;
 using torch_aclnn::cuda::kNone;
@@ -225,7 +226,9 @@ inline bool gather_packs(const Geometry& g, const at::Tensor& grad_input, const 
   const int64_t along = channels_last ? xp.sC : xp.sK;
   const int64_t other = channels_last ? xp.sK : xp.sC;
   const auto aligned = [](const void* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; };
-  return run % V == 0 && along == 1 && xp.sN % V == 0 && other % V == 0 && aligned(indices.const_data_ptr(), 16) &&
+  const int64_t others = channels_last ? g.S : g.C;  // (an axis of length 1 is never stepped along)
+  return run % V == 0 && along == 1 && (g.N == 1 || xp.sN % V == 0) && (others == 1 || other % V == 0) &&
+         aligned(indices.const_data_ptr(), 16) &&
          aligned(grad_input.const_data_ptr(), static_cast<int64_t>(sizeof(GatherPack<T>)));
 }
 
@@ -238,7 +241,7 @@ C10_HOST_DEVICE inline void gather_pack(index_t q, const T* __restrict__ go, con
   constexpr int V = kGatherPack<T>;
   index_t n, c, i;
   walk.template split<channels_last>(q * static_cast<index_t>(V), n, c, i);
-  const auto* pairs = reinterpret_cast<const IndexPair*>(ix + (n * xp.sN + c * xp.sC + i * xp.sK));
+  const auto* pairs = as_pack<const IndexPair>(ix + (n * xp.sN + c * xp.sC + i * xp.sK));
   int64_t v[V];
 #pragma unroll
   for (int j = 0; j < V / 2; ++j) {
@@ -259,7 +262,7 @@ C10_HOST_DEVICE inline void gather_pack(index_t q, const T* __restrict__ go, con
       result.v[j] = go[n * gp.sN + cj * gp.sC + static_cast<index_t>(v[j]) * gp.sK];
     }
   }
-  reinterpret_cast<GatherPack<T>*>(out)[q] = result;
+  *as_pack<GatherPack<T>>(out + q * static_cast<index_t>(V)) = result;
 }
 
 }  // namespace torch_aclnn::max_unpool::kernels

@@ -20,6 +20,7 @@
 
 namespace torch_aclnn::upsample::kernels {
 
+using torch_aclnn::cuda::as_pack;
 using torch_aclnn::cuda::Unravel5;
 
 // Per spatial axis (D, H, W): input length, output length, float32 scale.
@@ -52,6 +53,10 @@ Unravel5<index_t> walk_of(const at::Tensor& t, bool channels_last) {
   return Unravel5<index_t>(sizes);
 }
 
+// The longest axis whose output the host scans (uniform_fold,
+// widest_w_window): the scan is O(out) per launch.
+constexpr int64_t kScanMax = int64_t(1) << 16;
+
 // An axis as a uniform fold: L when every input index k owns exactly the
 // outputs [L*k, L*k + L) (out == L*in: integer upsampling by L along that
 // axis), 0 otherwise. Checked against the forward's own mapping, dst by dst, so user
@@ -60,7 +65,7 @@ template <Mode mode>
 inline int64_t uniform_fold(const Axes& a, int axis) {
   const int64_t in = a.in[axis], out = a.out[axis];
   // Very long rows are left to the general path (the check is O(out) on the host).
-  if (in <= 0 || out % in != 0 || out > (int64_t(1) << 16)) return 0;
+  if (in <= 0 || out % in != 0 || out > kScanMax) return 0;
   const int64_t L = out / in;
   for (int64_t dst = 0; dst < out; ++dst) {
     if (source_index<mode>(a.s[axis], dst, in) != dst / L) return 0;
@@ -81,7 +86,7 @@ template <Mode mode>
 inline int64_t widest_w_window(const Axes& a, int64_t w_fold) {
   if (w_fold > 0) return w_fold;
   const int64_t in = a.in[2], out = a.out[2];
-  if (out > (int64_t(1) << 16)) return std::numeric_limits<int64_t>::max();
+  if (out > kScanMax) return std::numeric_limits<int64_t>::max();
   int64_t widest = 0, run = 0, last = -1;
   for (int64_t dst = 0; dst < out; ++dst) {
     const int64_t src = source_index<mode>(a.s[2], dst, in);
@@ -390,7 +395,7 @@ C10_HOST_DEVICE inline void backward_pack(index_t q, const scalar_t* __restrict_
   for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
   for (index_t d = d0; d < d1; ++d) {
     for (index_t h = h0; h < h1; ++h) {
-      const auto* row = reinterpret_cast<const Pack<scalar_t>*>(base + d * st.s[2] + h * st.s[3]);
+      const auto* row = as_pack<const Pack<scalar_t>>(base + d * st.s[2] + h * st.s[3]);
       Pack<scalar_t> in[L];
 #pragma unroll
       for (int f = 0; f < L; ++f) in[f] = row[f];
@@ -404,7 +409,7 @@ C10_HOST_DEVICE inline void backward_pack(index_t q, const scalar_t* __restrict_
   Pack<scalar_t> out;
 #pragma unroll
   for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
-  reinterpret_cast<Pack<scalar_t>*>(gi)[q] = out;
+  *as_pack<Pack<scalar_t>>(gi + q * static_cast<index_t>(V)) = out;
 }
 
 // A W window [w0, w1) of at most Taps taps (Taps > 0, backward_path), as
@@ -478,7 +483,7 @@ C10_HOST_DEVICE inline void backward_row_pack(index_t q, const scalar_t* __restr
   Pack<scalar_t> out;
 #pragma unroll
   for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
-  reinterpret_cast<Pack<scalar_t>*>(gi)[q] = out;
+  *as_pack<Pack<scalar_t>>(gi + q * static_cast<index_t>(V)) = out;
 }
 
 // Backward, a pack of channels (Kernel::kChannels, channels_last_3d): pack q
@@ -510,7 +515,7 @@ C10_HOST_DEVICE inline void backward_channel_pack(index_t q, const scalar_t* __r
   for (index_t d = d0; d < d1; ++d) {
     for (index_t h = h0; h < h1; ++h) {
       const scalar_t* row = base + d * st.s[2] + h * st.s[3];
-      const auto at = [&](index_t w) { return *reinterpret_cast<const Pack<scalar_t>*>(row + w * st.s[4]); };
+      const auto at = [&](index_t w) { return *as_pack<const Pack<scalar_t>>(row + w * st.s[4]); };
       if constexpr (Taps == 0) {
         for (index_t w = w0; w < w1; ++w) add(at(w));
       } else {
@@ -523,7 +528,7 @@ C10_HOST_DEVICE inline void backward_channel_pack(index_t q, const scalar_t* __r
   Pack<scalar_t> out;
 #pragma unroll
   for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
-  reinterpret_cast<Pack<scalar_t>*>(gi)[q] = out;
+  *as_pack<Pack<scalar_t>>(gi + q * static_cast<index_t>(V)) = out;
 }
 
 // One thread's work on the path's kernel (with_path): unit q, an element or

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "cuda/max_unpool.cuh"
+#include "result.h"
 
 
 #include <limits>
@@ -100,13 +101,15 @@ std::tuple<at::Tensor, int64_t, bool> forward(const at::Tensor& self_, const at:
 }
 
 // packs: gather_pack where the launch takes it (gather_packs), else element
-// by element. Returns the result, the flag and whether packs ran.
+// by element. The result lies `offset` elements into its buffer
+// (host_result::result_at). Returns the result, the flag and whether packs
+// ran.
 std::tuple<at::Tensor, int64_t, bool> backward(const at::Tensor& grad_output_, const at::Tensor& self,
                                                const at::Tensor& indices_, std::vector<int64_t> output_size,
-                                               bool channels_last, bool wide, bool packs) {
+                                               bool channels_last, bool wide, bool packs, int64_t offset) {
   const c10::MemoryFormat fmt =
       channels_last && self.dim() == 5 ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
-  at::Tensor gi = at::empty(self.sizes(), grad_output_.options().memory_format(fmt));
+  at::Tensor gi = host_result::result_at(self.sizes(), grad_output_.options(), fmt, offset);
   int64_t flag = kNone;
   if (gi.numel() == 0) return {gi, flag, false};
   const at::Tensor grad_output = flattenable(grad_output_, fmt);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "cuda/upsample.cuh"
+#include "result.h"
 
 #include <ATen/Dispatch.h>
 
@@ -103,12 +104,13 @@ Path path_for(const Axes& a, bool exact, const std::array<int64_t, 3>& folds, co
   return path;
 }
 
-// The backward kernel's result, computed on the host.
+// The backward kernel's result, computed on the host, into a result `offset`
+// elements into its buffer (host_result::result_at).
 at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_size, std::vector<int64_t> input_size,
                     std::optional<double> sd, std::optional<double> sh, std::optional<double> sw, bool exact,
-                    bool channels_last, bool wide) {
+                    bool channels_last, bool wide, int64_t offset) {
   const Scale scales[3] = {sd, sh, sw};
-  at::Tensor gi = at::empty(input_size, grad_output.options().memory_format(format(channels_last)));
+  at::Tensor gi = host_result::result_at(input_size, grad_output.options(), format(channels_last), offset);
   if (gi.numel() == 0) return gi;
   TORCH_CHECK(wide || fits_32bit({&grad_output, &gi}));
   const Axes a = make_axes(input_size, output_size, scales);
@@ -139,14 +141,14 @@ at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_s
   return gi;
 }
 
-// Which backward kernel the launch takes for these arguments: its name and
-// taps (Path).
+// Which backward kernel the launch takes for these arguments, with the
+// result `offset` elements into its buffer: its name and taps (Path).
 std::tuple<std::string, int64_t> backward_path_of(const at::Tensor& grad_output, std::vector<int64_t> output_size,
                                                   std::vector<int64_t> input_size, std::optional<double> sd,
                                                   std::optional<double> sh, std::optional<double> sw, bool exact,
-                                                  bool channels_last) {
+                                                  bool channels_last, int64_t offset) {
   const Scale scales[3] = {sd, sh, sw};
-  const at::Tensor gi = at::empty(input_size, grad_output.options().memory_format(format(channels_last)));
+  const at::Tensor gi = host_result::result_at(input_size, grad_output.options(), format(channels_last), offset);
   const Axes a = make_axes(input_size, output_size, scales);
   const Path path = AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "path", [&] {
     return path_for<scalar_t>(a, exact, folds_for(a, exact), grad_output, gi, channels_last);
