@@ -80,8 +80,9 @@ inline std::array<int64_t, 3> uniform_folds(const Axes& a) {
 }
 
 // The widest W window: the most outputs any input index of W owns (1 for a
-// downsampling, L for a fold by L). Only whether it is 1, 2 or more matters
-// (taps_of), so a row longer than uniform_fold checks counts as "more".
+// downsampling, L for a fold by L). Only whether it is at most 2 matters
+// (taps_of), so a row of more than kScanMax outputs, not scanned, counts as
+// wider.
 template <Mode mode>
 inline int64_t widest_w_window(const Axes& a, int64_t w_fold) {
   if (w_fold > 0) return w_fold;
