@@ -109,23 +109,18 @@ fill_kernel(index_t total, const T* __restrict__ x, Planes<index_t> sp, const W*
   }
 }
 
-template <bool channels_last, typename T, typename index_t>
+// One thread per grad_input element, or per pack of them (packed).
+template <bool channels_last, bool packed, typename T, typename index_t>
 __global__ void __launch_bounds__(kThreads)
 gather_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const int64_t* __restrict__ ix,
               Planes<index_t> xp, T* __restrict__ out, Walk<index_t> walk, int64_t C, int64_t S, int64_t oS,
               int64_t* flag) {
   TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) {
-    kernels::gather_element<channels_last>(p, go, gp, ix, xp, out, walk, C, S, oS, flag);
-  }
-}
-
-template <bool channels_last, typename T, typename index_t>
-__global__ void __launch_bounds__(kThreads)
-gather_pack_kernel(index_t total, const T* __restrict__ go, Planes<index_t> gp, const int64_t* __restrict__ ix,
-                   Planes<index_t> xp, T* __restrict__ out, Walk<index_t> walk, int64_t C, int64_t S, int64_t oS,
-                   int64_t* flag) {
-  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, q, total) {
-    kernels::gather_pack<channels_last>(q, go, gp, ix, xp, out, walk, C, S, oS, flag);
+    if constexpr (packed) {
+      kernels::gather_pack<channels_last>(p, go, gp, ix, xp, out, walk, C, S, oS, flag);
+    } else {
+      kernels::gather_element<channels_last>(p, go, gp, ix, xp, out, walk, C, S, oS, flag);
+    }
   }
 }
 
@@ -247,8 +242,8 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
       const bool packs = kernels::gather_packs<T>(g, grad_input, indices, cl);
       const index_t units = packs ? total / kernels::kGatherPack<T> : total;
       with_bool(cl, [&](auto c) {
-        auto kernel = packs ? gather_pack_kernel<decltype(c)::value, T, index_t>
-                            : gather_kernel<decltype(c)::value, T, index_t>;
+        auto kernel = packs ? gather_kernel<decltype(c)::value, true, T, index_t>
+                            : gather_kernel<decltype(c)::value, false, T, index_t>;
         kernel<<<cuda::blocks_for(units), kThreads, 0, stream>>>(
             units, static_cast<const T*>(grad_output.const_data_ptr()), kernels::planes_of<index_t>(grad_output),
             indices.const_data_ptr<int64_t>(), kernels::planes_of<index_t>(indices),

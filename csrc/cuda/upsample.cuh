@@ -371,6 +371,17 @@ struct alignas(16) Pack {
   scalar_t v[kPack<scalar_t>];
 };
 
+// A pack's sums, each rounded once, stored with one 16-byte store as pack q
+// of grad_input.
+template <typename scalar_t, typename acc_t, typename index_t>
+C10_HOST_DEVICE inline void store_sums(scalar_t* __restrict__ gi, index_t q,
+                                       const acc_t (&acc)[kPack<scalar_t>]) {
+  Pack<scalar_t> out;
+#pragma unroll
+  for (int v = 0; v < static_cast<int>(kPack<scalar_t>); ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
+  *as_pack<Pack<scalar_t>>(gi + q * static_cast<index_t>(kPack<scalar_t>)) = out;
+}
+
 // Backward, packed (Kernel::kFold: W a uniform fold by L, NCDHW): pack q
 // of grad_input, V = kPack adjacent elements of a row, is the sum over the
 // D and H windows of the L*V grad_output elements of the row below it, read
@@ -407,10 +418,7 @@ C10_HOST_DEVICE inline void backward_pack(index_t q, const scalar_t* __restrict_
       }
     }
   }
-  Pack<scalar_t> out;
-#pragma unroll
-  for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
-  *as_pack<Pack<scalar_t>>(gi + q * static_cast<index_t>(V)) = out;
+  store_sums(gi, q, acc);
 }
 
 // A W window [w0, w1) of at most Taps taps (Taps > 0, backward_path), as
@@ -481,10 +489,7 @@ C10_HOST_DEVICE inline void backward_row_pack(index_t q, const scalar_t* __restr
       }
     }
   }
-  Pack<scalar_t> out;
-#pragma unroll
-  for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
-  *as_pack<Pack<scalar_t>>(gi + q * static_cast<index_t>(V)) = out;
+  store_sums(gi, q, acc);
 }
 
 // Backward, a pack of channels (Kernel::kChannels, channels_last_3d): pack q
@@ -526,10 +531,7 @@ C10_HOST_DEVICE inline void backward_channel_pack(index_t q, const scalar_t* __r
       }
     }
   }
-  Pack<scalar_t> out;
-#pragma unroll
-  for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
-  *as_pack<Pack<scalar_t>>(gi + q * static_cast<index_t>(V)) = out;
+  store_sums(gi, q, acc);
 }
 
 // One thread's work on the path's kernel (with_path): unit q, an element or
