@@ -16,7 +16,7 @@ import torch
 import torch_aclnn
 from torch_aclnn import _loader
 from torch_aclnn.testing import OPS, first, results, tolerance
-from torch_aclnn.testing.core import FLOATING, make_tensor
+from torch_aclnn.testing.core import FLOATING, make_layout, make_tensor
 
 pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _loader.has_cuda_kernels()),
                                 reason="needs a CUDA device and a build with the CUDA kernels")
@@ -67,6 +67,42 @@ def test_upsample_backward_integer_scales(dtype, scale):
             for args in ((out, insz), (out, insz, *map(float, scale))):
                 got = op(g, *args)
                 assert torch.equal(got.cpu(), op(g.cpu(), *args)), (op, g.stride(), args)
+
+
+def _packed_backward_cases(dtype, device):
+    """(op, args, out= shape) calls that take the packed CUDA backwards
+    (csrc/cuda/upsample.cuh backward_path: channels_last_3d channels, NCDHW
+    rows and W folds at scales 2, 1.5 and 0.5; csrc/cuda/max_unpool.cuh
+    gather_packs: NCDHW and channels_last_3d), with 16 channels and rows of
+    16, so that every dtype's packs are whole."""
+    insz = [2, 16, 4, 6, 16]
+    for scale in (2.0, 1.5, 0.5):
+        out = [int(n * scale) for n in insz[2:]]
+        for layout in ("contiguous", "channels_last_3d"):
+            g = make_tensor(insz[:2] + out, dtype, device=device, layout=layout)
+            for op in (torch.ops.torch_aclnn.upsample_nearest3d_backward,
+                       torch.ops.torch_aclnn.upsample_nearest_exact3d_backward):
+                yield op, (g, out, insz, scale, scale, scale)
+    shape, out = [2, 16, 2, 4, 8], [4, 8, 16]
+    idx = torch.randint(0, out[0] * out[1] * out[2], shape, generator=torch.Generator().manual_seed(0))
+    x = make_tensor(shape, dtype, device=device)
+    for layout in ("contiguous", "channels_last_3d"):
+        g = make_tensor(shape[:2] + out, dtype, device=device, layout=layout)
+        i = make_layout(idx, layout).to(device)
+        yield torch.ops.torch_aclnn.max_unpool3d_backward, (g, x, i, out, [2, 2, 2], [0, 0, 0])
+
+
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_packed_backwards_match_the_cpu_kernels(dtype):
+    """The packed CUDA backwards give the CPU kernels' bits, into a fresh
+    result and into an out= result one element into its buffer (misaligned
+    packs: the one-element kernels)."""
+    for op, args in _packed_backward_cases(dtype, "cuda"):
+        want = op(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args])
+        assert torch.equal(op(*args).cpu(), want), (op, [getattr(a, "shape", a) for a in args])
+        shifted = torch.empty(want.numel() + 1, dtype=dtype, device="cuda")[1:].view(want.shape)
+        op.grad_input(*args, grad_input=shifted)
+        assert torch.equal(shifted.cpu(), want), (op, "out= at an offset")
 
 
 @pytest.mark.parametrize("name", OP_NAMES)
