@@ -19,6 +19,21 @@ THROUGHPUT_KEYS = {"bytes", "mix", "ours_gbps", "aten_gbps", "reference", "refer
                    "floor", "floor_s", "floors_s", "ratio_at_floor", "pct_of_reference_at_floor", "beyond_floor"}
 
 
+def _run_script(name, *argv):
+    """benchmarks/<name> run with argv in a fresh interpreter (skipped where benchmarks/ is not
+    beside the tests: an installed package); asserts it exits 0 and returns its stdout."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / name
+    if not script.exists():
+        pytest.skip("benchmarks/ is not beside the tests (an installed package)")
+    out = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
 def _run(tmp_path, *argv):
     rc = main(["bench", "--tiny", "--out", str(tmp_path), *argv])
     assert rc == 0
@@ -205,72 +220,46 @@ def test_model_tiny(tmp_path):
 
 def test_mode_cost_script_runs():
     """benchmarks/mode_cost.py (the host's share of a step) runs and reports its modes."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "mode_cost.py"
-    if not script.exists():
-        pytest.skip("benchmarks/ is not beside the tests (an installed package)")
-    out = subprocess.run([sys.executable, str(script), "--rounds", "1", "--steps", "1"], capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    rows = [line.split()[0] for line in out.stdout.splitlines() if "us/step" in line]
+    stdout = _run_script("mode_cost.py", "--rounds", "1", "--steps", "1")
+    rows = [line.split()[0] for line in stdout.splitlines() if "us/step" in line]
     assert rows == [m for m in ("torch", "empty", "patch(dispatcher)", "patch(function)", "convert()")
-                    if m in bench_model._modes() or m == "empty"], out.stdout
-    assert "torch calls per step reach a mode" in out.stdout and "inside the empty mode" in out.stdout
-    taxed = [line.split(":")[0].strip() for line in out.stdout.splitlines() if "level's mode" in line]
+                    if m in bench_model._modes() or m == "empty"], stdout
+    assert "torch calls per step reach a mode" in stdout and "inside the empty mode" in stdout
+    taxed = [line.split(":")[0].strip() for line in stdout.splitlines() if "level's mode" in line]
     assert taxed == ["one call, plain / inside the empty mode / inside the function level's mode", "x.shape",
-                     "p.grad", "torch.add"], out.stdout
+                     "p.grad", "torch.add"], stdout
 
 
 def test_entry_cost_script_runs():
     """benchmarks/entry_cost.py (a 1-element call's entry, recording and backward) runs and reports both
     libraries, and the dispatcher level's routes off and on."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "entry_cost.py"
-    if not script.exists():
-        pytest.skip("benchmarks/ is not beside the tests (an installed package)")
-    out = subprocess.run([sys.executable, str(script), "--rounds", "1"], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    times = [line.split()[0] for line in out.stdout.splitlines() if line.strip().endswith(" us")]
+    stdout = _run_script("entry_cost.py", "--rounds", "1")
+    times = [line.split()[0] for line in stdout.splitlines() if line.strip().endswith(" us")]
     assert times == (["torch.ops.torch_aclnn.elu", "elu", "torch.ops.aten.elu", "F.elu"] * 2
                      + ["torch_aclnn", "aten"]
-                     + ["elu:", "interpolate:", "smooth_l1_loss:", "max_unpool3d:"]), out.stdout
+                     + ["elu:", "interpolate:", "smooth_l1_loss:", "max_unpool3d:"]), stdout
     if "patch(dispatcher)" in bench_model._modes():  # (torch >= 2.9) F's calls with the routes off and on
-        routes = [line.split()[0] for line in out.stdout.splitlines() if line.strip().endswith("x)")]
-        assert routes == ["elu:", "interpolate:", "smooth_l1_loss:", "max_unpool3d:"], out.stdout
+        routes = [line.split()[0] for line in stdout.splitlines() if line.strip().endswith("x)")]
+        assert routes == ["elu:", "interpolate:", "smooth_l1_loss:", "max_unpool3d:"], stdout
 
 
 def test_max_pool_shapes_script_runs():
     """benchmarks/max_pool_shapes.py (max_pool3d forward and backward at a model's shapes) runs and times every
     shape on both sides."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "max_pool_shapes.py"
-    if not script.exists():
-        pytest.skip("benchmarks/ is not beside the tests (an installed package)")
-    out = subprocess.run([sys.executable, str(script), "--rounds", "1", "--min-run-time", "0.01"],
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    rows = [line for line in out.stdout.splitlines() if "forward+backward" in line]
-    assert len(rows) == 8 and all(float(row.split()[-1]) > 0 for row in rows), out.stdout
+    stdout = _run_script("max_pool_shapes.py", "--rounds", "1", "--min-run-time", "0.01")
+    rows = [line for line in stdout.splitlines() if "forward+backward" in line]
+    assert len(rows) == 8 and all(float(row.split()[-1]) > 0 for row in rows), stdout
 
 
 def test_huge_pages_script_runs():
     """benchmarks/huge_pages.py (the huge-page advice in a loop and on a fresh output) runs and reports both parts."""
-    import subprocess
-    import sys
-    from pathlib import Path
+    stdout = _run_script("huge_pages.py", "--steps", "2")
+    assert "loop: mappings [" in stdout and stdout.count("a fresh 128 MiB result") == 2, stdout
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "huge_pages.py"
-    if not script.exists():
-        pytest.skip("benchmarks/ is not beside the tests (an installed package)")
-    out = subprocess.run([sys.executable, str(script), "--steps", "2"], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "loop: mappings [" in out.stdout and out.stdout.count("a fresh 128 MiB result") == 2, out.stdout
+
+def test_ncu_cases_script_runs():
+    """benchmarks/ncu_cases.py (the calls gpu-check's ncu step profiles) finds every case it names and makes
+    each call on both sides (on the CPU, without the profiler)."""
+    stdout = _run_script("ncu_cases.py", "--device", "cpu")
+    rows = [line for line in stdout.splitlines() if line.startswith("profiled: ")]
+    assert len(rows) == 2 * 10 and rows[0].endswith("/ torch_aclnn") and rows[1].endswith("/ aten"), stdout
