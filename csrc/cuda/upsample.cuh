@@ -371,6 +371,19 @@ struct alignas(16) Pack {
   scalar_t v[kPack<scalar_t>];
 };
 
+// A pack's place: n, c, d, h and w in its walk (unit_walk_of: the packed
+// axis, W or C, counted in packs) and its D and H windows.
+template <bool channels_last, typename index_t>
+struct PackAt {
+  index_t n, c, i, j, k, d0, d1, h0, h1;
+
+  C10_HOST_DEVICE PackAt(index_t q, const Unravel5<index_t>& unravel, const Windows<index_t>& win) {
+    logical<channels_last>(unravel, q, n, c, i, j, k);
+    win.of(0, i, d0, d1);
+    win.of(1, j, h0, h1);
+  }
+};
+
 // A pack's sums, each rounded once, stored with one 16-byte store as pack q
 // of grad_input.
 template <typename scalar_t, typename acc_t, typename index_t>
@@ -396,12 +409,9 @@ C10_HOST_DEVICE inline void backward_pack(index_t q, const scalar_t* __restrict_
                                           const Windows<index_t>& win) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int V = static_cast<int>(kPack<scalar_t>);
-  index_t n, c, i, j, kv;
-  logical<false>(unravel, q, n, c, i, j, kv);
-  index_t d0, d1, h0, h1;
-  win.of(0, i, d0, d1);
-  win.of(1, j, h0, h1);
-  const scalar_t* base = go + n * st.s[0] + c * st.s[1] + kv * static_cast<index_t>(L * V);
+  const PackAt<false, index_t> p(q, unravel, win);
+  const index_t d0 = p.d0, d1 = p.d1, h0 = p.h0, h1 = p.h1;
+  const scalar_t* base = go + p.n * st.s[0] + p.c * st.s[1] + p.k * static_cast<index_t>(L * V);
   acc_t acc[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
@@ -460,14 +470,12 @@ C10_HOST_DEVICE inline void backward_row_pack(index_t q, const scalar_t* __restr
                                               const Strides5<index_t>& st, const Windows<index_t>& win) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int V = static_cast<int>(kPack<scalar_t>);
-  index_t n, c, i, j, kv;
-  logical<false>(unravel, q, n, c, i, j, kv);
-  index_t d0, d1, h0, h1, w0[V], w1[V];
-  win.of(0, i, d0, d1);
-  win.of(1, j, h0, h1);
+  const PackAt<false, index_t> p(q, unravel, win);
+  const index_t d0 = p.d0, d1 = p.d1, h0 = p.h0, h1 = p.h1;
+  index_t w0[V], w1[V];
 #pragma unroll
-  for (int v = 0; v < V; ++v) win.of(2, kv * static_cast<index_t>(V) + static_cast<index_t>(v), w0[v], w1[v]);
-  const scalar_t* base = go + n * st.s[0] + c * st.s[1];
+  for (int v = 0; v < V; ++v) win.of(2, p.k * static_cast<index_t>(V) + static_cast<index_t>(v), w0[v], w1[v]);
+  const scalar_t* base = go + p.n * st.s[0] + p.c * st.s[1];
   acc_t acc[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
@@ -504,13 +512,11 @@ C10_HOST_DEVICE inline void backward_channel_pack(index_t q, const scalar_t* __r
                                                   const Strides5<index_t>& st, const Windows<index_t>& win) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int V = static_cast<int>(kPack<scalar_t>);
-  index_t n, cv, i, j, k;
-  logical<true>(unravel, q, n, cv, i, j, k);
-  index_t d0, d1, h0, h1, w0, w1;
-  win.of(0, i, d0, d1);
-  win.of(1, j, h0, h1);
-  win.of(2, k, w0, w1);
-  const scalar_t* base = go + n * st.s[0] + cv * static_cast<index_t>(V);  // (channels dense: s[1] == 1)
+  const PackAt<true, index_t> p(q, unravel, win);
+  const index_t d0 = p.d0, d1 = p.d1, h0 = p.h0, h1 = p.h1;
+  index_t w0, w1;
+  win.of(2, p.k, w0, w1);
+  const scalar_t* base = go + p.n * st.s[0] + p.c * static_cast<index_t>(V);  // (channels dense: s[1] == 1)
   acc_t acc[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
