@@ -70,13 +70,14 @@ def test_upsample_backward_integer_scales(dtype, scale):
 
 
 def _packed_backward_cases(dtype, device):
-    """(op, args, out= shape) calls that take the packed CUDA backwards
+    """(op, args) calls that take the packed CUDA backwards
     (csrc/cuda/upsample.cuh backward_path: channels_last_3d channels, NCDHW
-    rows and W folds at scales 2, 1.5 and 0.5; csrc/cuda/max_unpool.cuh
-    gather_packs: NCDHW and channels_last_3d), with 16 channels and rows of
-    16, so that every dtype's packs are whole."""
+    rows and W folds at scales 2, 1.5 and 0.5, where the W taps are unrolled,
+    and 3, where they loop; csrc/cuda/max_unpool.cuh gather_packs: NCDHW and
+    channels_last_3d), with 16 channels and rows of 16, so that every dtype's
+    packs are whole."""
     insz = [2, 16, 4, 6, 16]
-    for scale in (2.0, 1.5, 0.5):
+    for scale in (2.0, 1.5, 0.5, 3.0):
         out = [int(n * scale) for n in insz[2:]]
         for layout in ("contiguous", "channels_last_3d"):
             g = make_tensor(insz[:2] + out, dtype, device=device, layout=layout)
@@ -94,9 +95,9 @@ def _packed_backward_cases(dtype, device):
 
 @pytest.mark.parametrize("dtype", FLOATING, ids=str)
 def test_packed_backwards_match_the_cpu_kernels(dtype):
-    """The packed CUDA backwards give the CPU kernels' bits, into a fresh
-    result and into an out= result one element into its buffer (misaligned
-    packs: the one-element kernels)."""
+    """The packed CUDA backwards give the CPU kernels' bits into a fresh
+    result, and the one-element kernels into an out= result one element into
+    its buffer (where no pack is aligned)."""
     for op, args in _packed_backward_cases(dtype, "cuda"):
         want = op(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args])
         assert torch.equal(op(*args).cpu(), want), (op, [getattr(a, "shape", a) for a in args])
