@@ -433,7 +433,7 @@ C10_HOST_DEVICE inline void backward_pack(index_t q, const scalar_t* __restrict_
 
 // A W window [w0, w1) of at most Taps taps (Taps > 0, backward_path), as
 // Taps loads predicated on the window's end. A thread first loads every tap
-// of a row (all in flight at once), then adds them in order (`added`).
+// of a row (no load waits for an add), then adds them in order (`added`).
 template <int Taps, typename X>
 struct TapLoads {
   X in[Taps];
@@ -461,7 +461,7 @@ struct TapLoads {
 // kPack adjacent elements of a row, each the sum over its own window; the D
 // and H windows are the pack's, the W windows each element's (a fold or the
 // table). grad_output is read element by element through its strides; with
-// Taps > 0, all V * Taps loads of a row are issued before the first add.
+// Taps > 0, a row's V * Taps loads come before its first add.
 // Each element adds its window in (d, h, w) order from +0.0 in opmath and
 // rounds once, as backward_element does.
 template <int Taps, typename scalar_t, typename index_t>
@@ -503,8 +503,8 @@ C10_HOST_DEVICE inline void backward_row_pack(index_t q, const scalar_t* __restr
 // Backward, a pack of channels (Kernel::kChannels, channels_last_3d): pack q
 // of grad_input, V = kPack adjacent channels of one (n, d, h, w), sums one
 // window for all of them; each tap is one 16-byte load of grad_output's V
-// channels there (with Taps > 0, a row's taps all issued before the first
-// add). Each channel adds its window in (d, h, w) order from +0.0 in opmath
+// channels there (with Taps > 0, a row's taps are all loaded before the
+// first add). Each channel adds its window in (d, h, w) order from +0.0 in opmath
 // and rounds once, as backward_element does.
 template <int Taps, typename scalar_t, typename index_t>
 C10_HOST_DEVICE inline void backward_channel_pack(index_t q, const scalar_t* __restrict__ go,
