@@ -18,6 +18,7 @@
 // depends on the layout or the path.
 #pragma once
 
+#include "cuda/index.cuh"
 #include "cuda/launch.cuh"
 
 #include <ATen/MemoryOverlap.h>
@@ -30,11 +31,6 @@
 #include <utility>
 
 namespace torch_aclnn::cuda {
-
-template <typename scalar_t, int vec>
-struct alignas(sizeof(scalar_t) * vec) Pack {
-  scalar_t v[vec];
-};
 
 template <typename Op, typename scalar_t, int nin, size_t... Is>
 C10_DEVICE inline scalar_t invoke(const Op& op, const scalar_t (&x)[nin], std::index_sequence<Is...>) {
@@ -128,12 +124,12 @@ void launch_elementwise(at::TensorIteratorBase& iter, const Op& op) {
     auto* out = static_cast<scalar_t*>(iter.data_ptr(0));
     at::detail::Array<const scalar_t*, nin> in;
     constexpr int vec = 16 / sizeof(scalar_t);
-    bool aligned = reinterpret_cast<uintptr_t>(out) % 16 == 0;
+    bool whole = aligned(out, 16);
     for (int k = 0; k < nin; ++k) {
       in[k] = static_cast<const scalar_t*>(iter.data_ptr(k + 1));
-      aligned = aligned && ((scalars >> k & 1) || reinterpret_cast<uintptr_t>(in[k]) % 16 == 0);
+      whole = whole && ((scalars >> k & 1) || aligned(in[k], 16));
     }
-    if (aligned) {
+    if (whole) {
       contiguous_kernel<nin, vec><<<blocks_for((n + vec - 1) / vec), kThreads, 0, stream>>>(n, out, in, scalars, op);
     } else {
       contiguous_kernel<nin, 1><<<blocks_for(n), kThreads, 0, stream>>>(n, out, in, scalars, op);

@@ -56,6 +56,16 @@ inline void with_bool(bool b, F&& f) {
   }
 }
 
+// vec elements read or written as one vector access (at most 16 bytes).
+template <typename scalar_t, int vec>
+struct alignas(sizeof(scalar_t) * vec) Pack {
+  scalar_t v[vec];
+};
+
+// Whether p lies on a multiple of `bytes` (host side: a vector access's
+// alignment, checked before a launch picks a packed kernel).
+inline bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
 // A vector access (a pack of elements read or written at once) at p. On the
 // host, where the CUDA kernels' element code runs in tests
 // (tests/test_cuda_host_emulation.py), the address is checked for the
@@ -64,8 +74,7 @@ inline void with_bool(bool b, F&& f) {
 template <typename P, typename T>
 C10_HOST_DEVICE inline P* as_pack(T* p) {
 #if !defined(__CUDA_ARCH__)
-  TORCH_INTERNAL_ASSERT(reinterpret_cast<uintptr_t>(p) % alignof(P) == 0, "misaligned ", sizeof(P),
-                        "-byte pack access");
+  TORCH_INTERNAL_ASSERT(aligned(p, alignof(P)), "misaligned ", sizeof(P), "-byte pack access");
 #endif
   return reinterpret_cast<P*>(p);
 }

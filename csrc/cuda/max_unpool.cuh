@@ -25,6 +25,7 @@
 namespace torch_aclnn::max_unpool::kernels {
 
 // Planes, their walks and the position flag (cuda/planes.cuh).
+using torch_aclnn::cuda::aligned;
 using torch_aclnn::cuda::as_pack;
 using torch_aclnn::cuda::channels_fastest;
 using torch_aclnn::cuda::Divider;
@@ -203,13 +204,8 @@ template <typename T>
 constexpr int kGatherPack = sizeof(T) >= 8 ? 2 : (sizeof(T) == 1 ? 8 : static_cast<int>(16 / sizeof(T)));
 
 template <typename T>
-struct alignas(sizeof(T) * kGatherPack<T>) GatherPack {
-  T v[kGatherPack<T>];
-};
-
-struct alignas(16) IndexPair {
-  int64_t v[2];
-};
+using GatherPack = torch_aclnn::cuda::Pack<T, kGatherPack<T>>;
+using IndexPair = torch_aclnn::cuda::Pack<int64_t, 2>;
 
 // Whether the backward takes gather_pack: the walk's fastest axis (a plane's
 // positions, or channels_last the channels) a multiple of V long, the indices
@@ -225,11 +221,10 @@ inline bool gather_packs(const Geometry& g, const at::Tensor& grad_input, const 
   const int64_t run = channels_last ? g.C : g.S;
   const int64_t along = channels_last ? xp.sC : xp.sK;
   const int64_t other = channels_last ? xp.sK : xp.sC;
-  const auto aligned = [](const void* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; };
   const int64_t others = channels_last ? g.S : g.C;  // (an axis of length 1 is never stepped along)
   return run % V == 0 && along == 1 && (g.N == 1 || xp.sN % V == 0) && (others == 1 || other % V == 0) &&
          aligned(indices.const_data_ptr(), 16) &&
-         aligned(grad_input.const_data_ptr(), static_cast<int64_t>(sizeof(GatherPack<T>)));
+         aligned(grad_input.const_data_ptr(), sizeof(GatherPack<T>));
 }
 
 // q: a pack of grad_input, its first element q*V in memory order.

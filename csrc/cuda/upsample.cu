@@ -137,7 +137,7 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
                                   "upsample_nearest3d_backward_cuda", [&] {
     const kernels::Path path = kernels::backward_path<mode, scalar_t>(a, folds, grad_output, grad_input, cl);
-    const int64_t units = kernels::units_of(grad_input, path);
+    const int64_t units = kernels::units_of<scalar_t>(grad_input, path);
     cuda::with_index_type(cuda::fits_32bit({&grad_output, &grad_input}), [&](auto index_tag) {
       using index_t = decltype(index_tag);
       // Each axis's windows: its fold, or the table, built only if an axis the kernel reads needs it.

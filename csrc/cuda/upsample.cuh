@@ -20,6 +20,7 @@
 
 namespace torch_aclnn::upsample::kernels {
 
+using torch_aclnn::cuda::aligned;
 using torch_aclnn::cuda::as_pack;
 using torch_aclnn::cuda::Unravel5;
 
@@ -129,8 +130,6 @@ struct Path {
   int64_t taps = 0;
 };
 
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // The W taps a kRow or kChannels window loop is unrolled to.
 inline int64_t taps_of(int64_t widest) { return widest <= 2 ? 2 : 0; }
 
@@ -148,14 +147,14 @@ inline Path backward_path(const Axes& a, const std::array<int64_t, 3>& folds, co
   constexpr int64_t V = kPack<scalar_t>;
   // grad_output's loads as 16-byte packs along `packed` (1: C, 4: W).
   const auto go_packs = [&](int packed) {
-    if (grad_output.stride(packed) != 1 || !aligned16(grad_output.const_data_ptr())) return false;
+    if (grad_output.stride(packed) != 1 || !aligned(grad_output.const_data_ptr(), 16)) return false;
     for (int d = 0; d < 5; ++d) {
       if (d != packed && grad_output.size(d) > 1 && grad_output.stride(d) % V != 0) return false;
     }
     return true;
   };
   const int64_t packed_axis_size = grad_input.size(channels_last ? 1 : 4);
-  if (packed_axis_size % V != 0 || !aligned16(grad_input.const_data_ptr())) return {};
+  if (packed_axis_size % V != 0 || !aligned(grad_input.const_data_ptr(), 16)) return {};
   if (channels_last) {
     if (!go_packs(1)) return {};
     return {Kernel::kChannels, taps_of(widest_w_window<mode>(a, folds[2]))};
@@ -205,8 +204,9 @@ inline void with_path(const Path& path, bool channels_last, F&& f) {
 }
 
 // A path's threads: grad_input's elements or its packs.
+template <typename scalar_t>
 inline int64_t units_of(const at::Tensor& grad_input, const Path& path) {
-  return path.kernel == Kernel::kElement ? grad_input.numel() : grad_input.numel() / (16 / grad_input.element_size());
+  return path.kernel == Kernel::kElement ? grad_input.numel() : grad_input.numel() / kPack<scalar_t>;
 }
 
 // A path's walk over its threads, in grad_input's memory order: N, C, D, H,
@@ -367,9 +367,7 @@ C10_HOST_DEVICE inline void backward_element(index_t p, const scalar_t* __restri
 }
 
 template <typename scalar_t>
-struct alignas(16) Pack {
-  scalar_t v[kPack<scalar_t>];
-};
+using Pack = torch_aclnn::cuda::Pack<scalar_t, static_cast<int>(kPack<scalar_t>)>;
 
 // A pack's place: n, c, d, h and w in its walk (unit_walk_of: the packed
 // axis, W or C, counted in packs) and its D and H windows.

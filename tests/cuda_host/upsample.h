@@ -117,7 +117,7 @@ at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> output_s
   const std::array<int64_t, 3> folds = folds_for(a, exact);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "backward", [&] {
     const Path path = path_for<scalar_t>(a, exact, folds, grad_output, gi, channels_last);
-    const int64_t units = units_of(gi, path);
+    const int64_t units = units_of<scalar_t>(gi, path);
     with_index_type(!wide, [&](auto index_tag) {
       using index_t = decltype(index_tag);
       // The folds and, where the launch builds one, the table; where it does
