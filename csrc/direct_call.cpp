@@ -4,8 +4,8 @@
 // call.
 //
 // torch.ops reaches an operator through a Python frame (OpOverload.__call__),
-// a pybind11 function and a generic schema parser (createStackForSchema):
-// about 1 µs more per call than aten's generated bindings cost. A direct call
+// a pybind11 function and a generic schema parser (createStackForSchema),
+// each dearer than aten's generated bindings. A direct call
 // parses the schema once, when it is made, into one converter per argument.
 // For a call whose arguments all have the schema's own exact types
 // (torch.Tensor or nn.Parameter; float; int within ±2^62; bool; None for an

@@ -28,7 +28,7 @@ reaches the NPU and F.huber_loss, and dynamo traces it, so
 ``torch.compile(fullgraph=True)`` puts the torch_aclnn operators into its
 graphs, a block entered inside compiled code included. Its cost: torch's
 ``__torch_function__`` machinery on every torch call of the thread in eager
-mode (about 0.8 µs each, a tensor attribute read included), and modes are not
+mode (a tensor attribute read included; docs/performance.md), and modes are not
 active while autograd runs a backward, so the forward that
 ``torch.utils.checkpoint`` recomputes there uses torch unless the patch is
 passed in as its context

@@ -81,9 +81,8 @@ inline void advance(const int64_t (&sizes)[nd], int64_t (&idx)[nd]) {
 // Sets `bytes` bytes from p to zero (for any floating type: +0.0) with
 // vector stores. Not std::memset: glibc clears a run of more than a few KiB
 // with `rep stosb`, which on the AMD Zen 4 the benchmarks run on writes at
-// well under the bandwidth a loop of vector stores reaches (the bench's
-// scale-0.5 upsample backward through halved_rows, 1 thread, out=: 0.42-0.55
-// -> 0.37-0.43 ms; a 16 KiB run per zero slice).
+// well under the bandwidth a loop of vector stores reaches (seen on the
+// scale-0.5 upsample backward through halved_rows: a 16 KiB run per zero slice).
 inline void zero_bytes(void* p, int64_t bytes) {
   using Vec = at::vec::Vectorized<uint8_t>;
   constexpr int64_t L = Vec::size();
@@ -153,8 +152,7 @@ inline bool untouched(uintptr_t first, size_t bytes) {
 // often a fresh mapping (glibc maps it afresh above its mmap threshold), so the
 // kernel's first write to each 4 KiB page takes a page fault, and for an
 // elementwise or upsample kernel those faults cost more than the arithmetic (a
-// 128 MiB output: 32768 faults, ~45 ms on a 2-core VM, against ~14 ms for the
-// kernel). Advising the whole huge pages inside the allocation as
+// 128 MiB output: 32768 faults). Advising the whole huge pages inside the allocation as
 // MADV_HUGEPAGE lets Linux back them with 2 MiB pages: 64 faults. This is
 // advice only (no effect when transparent huge pages are off, errors are
 // ignored), and the memory, its size and its lifetime are unchanged; torch's
@@ -170,7 +168,7 @@ inline bool untouched(uintptr_t first, size_t bytes) {
 // faults, splits the heap's mapping, and (with the kernel's default
 // defrag=madvise) makes the faults in the advised range compact memory
 // synchronously. Advising every output of 4 MiB or more made a training step
-// of a 2 x 16 x 32^3 U-Net 5-10% slower (docs/performance.md).
+// of a 2 x 16 x 32^3 U-Net slower.
 constexpr size_t kAdvisedBytes = size_t{32} << 20;
 inline at::Tensor with_huge_pages(at::Tensor t) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

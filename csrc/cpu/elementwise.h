@@ -88,10 +88,7 @@ struct MaskLanes {
 // without first reading them into the cache (a normal store's line fill) and
 // without evicting the inputs: a pass whose operands do not fit in the cache
 // moves a quarter less memory for two inputs and one output. On data that
-// fits in the cache they are slower (the next reader misses). Measured on the
-// Zen 4 VM the benchmarks run on, out = a * b in float32, 2 threads, against
-// plain vector stores: 2M elements (24 MiB of operands) 0.29 -> 0.34 ms, 4M
-// (48 MiB) 1.04-1.15 -> 0.77-0.82 ms, 32M 12.4-12.7 -> 9.7-10.2 ms. So a
+// fits in the cache they are slower (the next reader misses). So a
 // dense pass streams when its operands together hold at least the
 // last-level cache's size (TORCH_ACLNN_STREAM_BYTES overrides it: a byte
 // count, 0 for every pass). Needs AVX-512 or AVX2.
@@ -208,11 +205,9 @@ int64_t apply_compacted(const Op& op, scalar_t* out, int64_t n, bool stream, con
   using fVec = Vectorized<float>;
   constexpr int64_t K = Vectorized<scalar_t>::size(), F = fVec::size();
   constexpr size_t H = K / F;  // float vectors per vector of scalar_t
-  // Block length, measured on AVX-512 (Zen 4, 2 threads, 32M elements and
-  // 128K in cache): float32 with 1024 ran 5-10% slower than aten on DRAM-sized
-  // tensors (memory and exps in turn, too little overlap), with 256 level with
-  // or faster than it; bfloat16 with 256 lost most of its gain (in cache 0.71
-  // against 0.55 ns per element with 1024).
+  // Block length, chosen on AVX-512 (DRAM-sized and in-cache tensors): float32
+  // with 1024 fell behind aten on DRAM-sized tensors (memory and exps in turn,
+  // too little overlap), 256 did not; bfloat16 with 256 lost most of its gain.
   constexpr int64_t kBlock = sizeof(scalar_t) == 4 ? 256 : 1024;
   alignas(64) float packed[kBlock + F];
   __mmask16 masks[kBlock / F];
@@ -342,9 +337,8 @@ bool run_dense(at::Tensor& out, const Op& op, const In&... in) {
   scalar_t* o = out.mutable_data_ptr<scalar_t>();
   const auto inputs = std::make_tuple(in.template const_data_ptr<scalar_t>()...);
   // Not for half/bfloat16 ops that compact a costly branch: those are bound
-  // by their exps, and streaming their stores measured slower (bfloat16
-  // elu_backward out=, 32M elements, 2 threads: 9.4-10.1 -> 10.7-10.8 ms;
-  // float32: 14.1-19.2 -> 10.9-13.4 ms, aten 12.5-17 in those runs).
+  // by their exps, and streaming their stores was slower there (bfloat16
+  // elu_backward out=; float32 gains from it).
   constexpr bool kStreamable = !(compacts<Op>() && at::vec::is_reduced_floating_point_v<scalar_t>);
   const bool stream = kStreamable && stream_stores(out.numel() * static_cast<int64_t>(sizeof(scalar_t)) *
                                                    static_cast<int64_t>(1 + sizeof...(In)));

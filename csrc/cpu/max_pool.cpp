@@ -696,8 +696,7 @@ void write_channels_last(T* out, Planes op, const T* go, Planes gp, const I* ix,
 // Whether the NCDHW backward writes its planes in one pass (write_plane):
 // for disjoint windows in rows of 32 or more. The write pass pays per pooled
 // row and per element written, zero-fill and scatter per element zeroed and
-// per term: on narrow rows the scatter is the faster (2x2x2 pooling of
-// (2, 16, 8, 8, 8): 6.5 against 22 µs, 1 thread; docs/performance.md).
+// per term: on narrow rows the scatter is the faster.
 inline bool writes_planes(const Geometry& g, const Window& w) { return g.oW >= 32 && disjoint_windows(w); }
 
 template <typename T, typename I>
@@ -1107,8 +1106,8 @@ void forward_channels_last_vectors(T* out, int64_t* ix, Planes op, const T* x, P
 // row-wise path (W stride 1 or 2) folds a row's a0 windows that start in
 // the padding tap by tap (about a fold a tap) and the rest in one vector;
 // the lanes path folds K planes' window at once, and its transposes and
-// plane-by-plane stores cost about 2 folds a window (measured: 2x2x2 and
-// 3x3x3 windows of 8^3 to 24^3 planes, docs/performance.md).
+// plane-by-plane stores cost about 2 folds a window (as timed on 2x2x2 and
+// 3x3x3 windows of 8^3 to 24^3 planes).
 inline bool lanes_of_planes(const Geometry& g, const Window& w) {
   constexpr int64_t K = at::vec::Vectorized<float>::size();
   if (g.oW >= K || g.S > (int64_t(1) << 16) / K) return false;

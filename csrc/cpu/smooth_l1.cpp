@@ -365,8 +365,7 @@ struct ChunkSum {
         // At a multiple of kLanes: whole groups straight from a and b, into
         // local copies of the lanes and the loss (kept in registers: the
         // members could alias a and b as far as the compiler knows, so
-        // adding into them stores and reloads them every group, ~20% of
-        // bfloat16's time in cache).
+        // adding into them stores and reloads them every group).
         Lanes<opmath_t> l = lanes;
         const Loss<opmath_t> loss = f;
         for (; i + kGroup <= n; i += kGroup) add_group(l, loss, a + i, b + i);

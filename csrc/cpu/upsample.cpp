@@ -112,8 +112,7 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self, c10::S
 // no window of any axis holds more than one output (down-scaling, or keeping
 // a size). Wider rows take halved_rows when W is halved, else the row-by-row
 // fold: zeroing every row and then writing the ones that receive outputs
-// measured faster out= but slower on a freshly allocated result (W 64 halved,
-// 1 thread: 0.60-0.67 -> 0.67-0.96 ms).
+// was faster out= but slower on a freshly allocated result.
 bool use_sparse_rows(const Axes& a, const Windows& wd, const Windows& wh, const Windows& ww) {
   return a.in[2] <= 32 && max_window(wd) <= 1 && max_window(wh) <= 1 && max_window(ww) <= 1;
 }

@@ -131,7 +131,7 @@ def planned(plan: Callable, op: str, input: Optional[torch.Tensor], *args: Any) 
 class Operator(NamedTuple):
     """An operator as the Python API calls it: ``op[+compiling()]`` is, in
     eager code, its direct call (csrc/direct_call.cpp: the OpOverload's
-    results and errors, about 1 µs shorter on a common call, every argument
+    results and errors, shorter on a common call, every argument
     positional and of its schema type exactly) and, in compiled code, its
     OpOverload (dynamo does not trace into C). The ``+`` makes the flag an
     int: torch 2.11's dynamo refuses to index a tuple with a bool."""

@@ -51,10 +51,9 @@ void spread_by_2(scalar_t* __restrict dst, const scalar_t* __restrict row, int64
 // either +0.0 everywhere (no output maps to its slice or row; consecutive such
 // rows are cleared at once by zero_fill) or a single grad_output row spread
 // to every other element (spread_by_2). The rows are walked slice by slice,
-// the source row found from the two window tables alone (the bench's scale
-// 0.5 case, float32, 2 threads, out=, alternating builds: 0.245-0.35 ->
-// 0.147-0.257 ms with zero_fill; the generic row loop spent more on each
-// row's bookkeeping than on its 256 bytes, and memset more than the rows).
+// the source row found from the two window tables alone (the generic row
+// loop spent more on each row's bookkeeping than on its bytes, and memset
+// more than the rows).
 template <typename scalar_t>
 void halved_rows(const scalar_t* g, scalar_t* o, const Axes& a, const Windows& wd, const Windows& wh, int64_t phase,
                  int64_t planes) {

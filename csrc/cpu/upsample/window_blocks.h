@@ -17,10 +17,6 @@ namespace {  // included by cpu/upsample.cpp only
 // aligned). The additions of the row-by-row fold in the same order, without
 // storing and reloading the partial sums, and each block's tables are read
 // once per row of grad_input instead of once per row of grad_output.
-// nearest-exact, scale 1.5, float32, 1 thread, in cache ((1,2,32,64,64) <-
-// (1,2,48,96,96)): 0.25 -> 0.175 ns per grad_output element; (2,16,...)
-// out=, 2 threads: 2.41-2.63 -> 2.31-2.46 ms; bfloat16, which widened each
-// row into a float32 one first, 1 thread: 4.8-5.2 -> 3.6-3.8 ms.
 template <typename scalar_t>
 void fold_window_blocks(scalar_t* dst, const Window2<scalar_t>& win, const RowFold& f, int64_t in, bool stream) {
   using fVec = at::vec::Vectorized<float>;
@@ -32,9 +28,8 @@ void fold_window_blocks(scalar_t* dst, const Window2<scalar_t>& win, const RowFo
     // of grad_output (lanes past the block's outputs are never picked):
     // masked loads only at the end of its last row. On AMD family 26 (Zen 5)
     // masked loads of rows that come from memory run several times slower
-    // than whole ones: the x1.5 float32 bench case, (2,16,32,64,64) <-
-    // (2,16,48,96,96), 2 threads, 7.2-7.7 ms with every load masked, 1.7-2.2
-    // ms now (docs/performance.md, "Masked loads on AMD family 26").
+    // than whole ones (the scale-1.5 bench case fell below aten with every
+    // load masked).
     __m512 a = _mm512_setzero_ps();
     for (int64_t d = win.d0; d < win.d1; ++d) {
       for (int64_t h = win.h0; h < win.h1; ++h) {
