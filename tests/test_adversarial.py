@@ -24,6 +24,11 @@ import pytest
 import torch
 
 import torch_aclnn  # noqa: F401  (registers torch.ops.torch_aclnn)
+from torch_aclnn.testing import elu as _elu
+from torch_aclnn.testing import max_pool as _max_pool
+from torch_aclnn.testing import max_unpool as _max_unpool
+from torch_aclnn.testing import smooth_l1 as _smooth_l1
+from torch_aclnn.testing import upsample as _upsample
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 I64_MAX, I64_MIN = 2 ** 63 - 1, -2 ** 63
@@ -87,7 +92,7 @@ for op_name in ("upsample_nearest3d", "upsample_nearest_exact3d"):
             lambda bop=bop, s=s: bop(_x(1, 2, 6, 8, 10), [6, 8, 10], [1, 2, 3, 4, 5], 2.0, s, 2.0))
     # <= 0 means "not given" (docs/spec.md §1): all three ignored, the sizes decide.
     case(f"{op_name} scales negative (ignored)", matches(
-        lambda x=x, mode=mode: __import__("reference").upsample_forward(mode, x, [6, 8, 10])))(
+        lambda x=x, mode=mode: _upsample.reference_forward(mode, x, [6, 8, 10])))(
         lambda op=op, x=x: op(x, [6, 8, 10], -2.0, -2.0, -2.0))
     case(f"{op_name} scale huge", raises("ValueError", P + r"output_size\[\d\] must equal floor"))(
         lambda op=op, x=x: op(x, [6, 8, 10], 2.0, 1e308, 2.0))
@@ -128,12 +133,12 @@ for op_name in ("upsample_nearest3d", "upsample_nearest_exact3d"):
 _v = torch.tensor([-2.0, -0.5, 0.0, 0.5, 3.0])
 for label, a in (("nan", float("nan")), ("inf", float("inf")), ("-inf", float("-inf"))):
     # Any real number is a valid parameter; the formula decides the result.
-    case(f"elu alpha {label}", matches(lambda a=a: __import__("reference").elu_forward(_v, a, 1.0, 1.0)))(
+    case(f"elu alpha {label}", matches(lambda a=a: _elu.reference_forward(_v, a, 1.0, 1.0)))(
         lambda a=a: ops.elu(_v, a, 1.0, 1.0))
-    case(f"elu input_scale {label}", matches(lambda a=a: __import__("reference").elu_forward(_v, 1.0, 1.0, a)))(
+    case(f"elu input_scale {label}", matches(lambda a=a: _elu.reference_forward(_v, 1.0, 1.0, a)))(
         lambda a=a: ops.elu(_v, 1.0, 1.0, a))
     case(f"elu_backward scale {label}", matches(
-        lambda a=a: __import__("reference").elu_backward(_v, 1.0, a, 1.0, False, _v)))(
+        lambda a=a: _elu.reference_backward(_v, 1.0, a, 1.0, False, _v)))(
         lambda a=a: ops.elu_backward(_v, 1.0, a, 1.0, False, _v))
 # A finite parameter beyond float32's range is refused for tensors computed in
 # float32 (as aten's Scalar conversion refuses it); float64 tensors take it.
@@ -143,9 +148,9 @@ for arg, call in (("alpha", lambda: ops.elu(_v, 1e308, 1.0, 1.0)),
     fn = "elu_backward" if arg == "scale" else "elu"
     case(f"{fn} {arg} huge", raises("ValueError", CODE + rf"{fn}: {arg} must fit in float32 .* got -?1e\+\d+"))(call)
 case("elu alpha huge float64", matches(
-    lambda: __import__("reference").elu_forward(_v.double(), 1e308, 1.0, 1.0)))(
+    lambda: _elu.reference_forward(_v.double(), 1e308, 1.0, 1.0)))(
     lambda: ops.elu(_v.double(), 1e308, 1.0, 1.0))
-case("elu alpha negative", matches(lambda: __import__("reference").elu_forward(_v, -1.5, 1.0, 1.0)))(
+case("elu alpha negative", matches(lambda: _elu.reference_forward(_v, -1.5, 1.0, 1.0)))(
     lambda: ops.elu(_v, -1.5, 1.0, 1.0))
 case("elu_backward is_result alpha negative", raises("ValueError", CODE + r"elu_backward: .*alpha"))(
     lambda: ops.elu_backward(_v, -1.0, 1.0, 1.0, True, _v))
@@ -160,7 +165,7 @@ for dt, nm in ((torch.bool, "Bool"), (torch.complex64, "ComplexFloat"), (torch.i
         lambda dt=dt: ops.elu(_v.to(dt)))
     case(f"elu_backward grad_output {nm}", raises("TypeError", CODE + r"elu_backward: grad_output must be .* got " + nm))(
         lambda dt=dt: ops.elu_backward(_v.to(dt), 1, 1, 1, False, _v.to(dt)))
-case("elu self 0-d (valid)", matches(lambda: __import__("reference").elu_forward(torch.tensor(-1.0))))(
+case("elu self 0-d (valid)", matches(lambda: _elu.reference_forward(torch.tensor(-1.0))))(
     lambda: ops.elu(torch.tensor(-1.0)))
 case("elu self 9-d", raises("ValueError", CODE + r"elu: self must have at most 8 dims, got 9-D"))(
     lambda: ops.elu(torch.zeros([1] * 9)))
@@ -178,10 +183,10 @@ for label, b in (("nan", float("nan")), ("-inf", float("-inf")), ("negative", -1
         lambda b=b: ops.smooth_l1_loss_backward(torch.ones(4), _s, _t, 0, b))
 for label, b in (("inf", float("inf")), ("huge", 1e308), ("0", 0.0)):
     case(f"smooth_l1_loss beta {label} (valid)",
-         matches(lambda b=b: __import__("reference").smooth_l1_forward(_s, _t, 0, b)))(
+         matches(lambda b=b: _smooth_l1.reference_forward(_s, _t, 0, b)))(
         lambda b=b: ops.smooth_l1_loss(_s, _t, 0, b))
     case(f"smooth_l1_loss_backward beta {label} (valid)",
-         matches(lambda b=b: __import__("reference").smooth_l1_backward(torch.ones(4), _s, _t, 0, b)))(
+         matches(lambda b=b: _smooth_l1.reference_backward(torch.ones(4), _s, _t, 0, b)))(
         lambda b=b: ops.smooth_l1_loss_backward(torch.ones(4), _s, _t, 0, b))
 for r in (3, -1, I64_MAX, I64_MIN):
     case(f"smooth_l1_loss reduction {r}", raises("ValueError", CODE + r"smooth_l1_loss: reduction must be 0"))(
@@ -190,10 +195,10 @@ for dt, nm in ((torch.bool, "Bool"), (torch.complex64, "ComplexFloat"), (torch.i
     case(f"smooth_l1_loss self {nm}", raises("TypeError", CODE + r"smooth_l1_loss: .*" + nm))(
         lambda dt=dt: ops.smooth_l1_loss(_s.to(dt), _t.to(dt), 0, 1.0))
 case("smooth_l1_loss 0-d (valid)", matches(
-    lambda: __import__("reference").smooth_l1_forward(torch.tensor(2.0), torch.tensor(0.5), 1, 1.0)))(
+    lambda: _smooth_l1.reference_forward(torch.tensor(2.0), torch.tensor(0.5), 1, 1.0)))(
     lambda: ops.smooth_l1_loss(torch.tensor(2.0), torch.tensor(0.5), 1, 1.0))
 case("smooth_l1_loss 9-d (valid)", matches(
-    lambda: __import__("reference").smooth_l1_forward(_x(1, 2, 1, 1, 1, 1, 1, 2, 1), torch.zeros([1] * 9), 0, 1.0)))(
+    lambda: _smooth_l1.reference_forward(_x(1, 2, 1, 1, 1, 1, 1, 2, 1), torch.zeros([1] * 9), 0, 1.0)))(
     lambda: ops.smooth_l1_loss(_x(1, 2, 1, 1, 1, 1, 1, 2, 1), torch.zeros([1] * 9), 0, 1.0))
 
 
@@ -210,7 +215,7 @@ for label, v in (("-1", -1), ("== bound", 8), ("INT64_MAX", I64_MAX), ("INT64_MI
          raises("IndexError", CODE + rf"max_unpool3d_backward: indices\[0, 0, 1, 0, 0\] = {v} is outside \[0, 8\)"))(
         lambda bad=bad: ops.max_unpool3d_backward(_x(1, 1, 2, 2, 2), _mx, bad, [2, 2, 2], *_sp))
 case("max_unpool3d index bound - 1 (valid)", matches(
-    lambda: __import__("reference").max_unpool3d_forward(_mx, torch.tensor([0, 7]).view(1, 1, 2, 1, 1), [2, 2, 2], *_sp)))(
+    lambda: _max_unpool.reference_forward(_mx, torch.tensor([0, 7]).view(1, 1, 2, 1, 1), [2, 2, 2], *_sp)))(
     lambda: ops.max_unpool3d(_mx, torch.tensor([0, 7]).view(1, 1, 2, 1, 1), [2, 2, 2], *_sp))
 for label, out in (("2**40 each", [2 ** 40] * 3), ("product == 2**63", [2 ** 21] * 3),
                    ("product wraps to 2**32", [2 ** 32 + 1, 2 ** 32, 1]), ("2**31 x 2**31", [2 ** 31, 2 ** 31, 1])):
@@ -229,7 +234,7 @@ case("max_unpool3d output_size negative", raises("ValueError", CODE + r"max_unpo
 case("max_unpool3d stride INT64_MIN", raises("ValueError", CODE + r"max_unpool3d: stride elements must be > 0"))(
     lambda: ops.max_unpool3d(_mx, _mi, [2, 2, 2], [1, I64_MIN, 1], [0, 0, 0]))
 case("max_unpool3d padding huge (unused, valid)", matches(
-    lambda: __import__("reference").max_unpool3d_forward(_mx, _mi, [2, 2, 2], [1, 1, 1], [0, 0, 0])))(
+    lambda: _max_unpool.reference_forward(_mx, _mi, [2, 2, 2], [1, 1, 1], [0, 0, 0])))(
     lambda: ops.max_unpool3d(_mx, _mi, [2, 2, 2], [I64_MAX, 1, 1], [I64_MAX, I64_MIN, -1]))
 for dt, nm in ((torch.bool, "Bool"), (torch.complex64, "ComplexFloat"), (torch.uint16, "UInt16")):
     case(f"max_unpool3d self {nm}", raises("TypeError", CODE + r"max_unpool3d: self must be .* got " + nm))(
@@ -243,6 +248,45 @@ case("max_unpool3d self 9-d", raises("ValueError", CODE + r"max_unpool3d: self m
 case("max_unpool3d_backward self 9-d", raises("ValueError", CODE + r"max_unpool3d_backward: self must be 4-D .* got 9-D"))(
     lambda: ops.max_unpool3d_backward(torch.zeros([1] * 9), torch.zeros([1] * 9), torch.zeros([1] * 9, dtype=torch.long),
                                       [1, 1, 1], *_sp))
+
+
+# --- max_pool3d_with_indices / max_pool3d_with_indices_backward (docs/spec.md §9) ----
+_mp_x = _x(1, 2, 4, 4, 4)
+_mp_w = ([2], [2], [0], [1], False)  # kernel_size, stride, padding, dilation, ceil_mode
+_mp_v, _mp_i = _max_pool.reference_forward(_mp_x, *_mp_w)
+_mp_i = _mp_i.to(torch.int64)
+MP = CODE + "max_pool3d_with_indices: "
+case("max_pool3d_with_indices 2x2x2 (valid)", matches(lambda: _max_pool.reference_forward(_mp_x, *_mp_w)[0]))(
+    lambda: ops.max_pool3d_with_indices(_mp_x, *_mp_w)[0])
+case("max_pool3d_with_indices NaN windows (valid)", matches(
+    lambda: _max_pool.reference_forward(_mp_x.masked_fill(_mp_x > 20, float("nan")), *_mp_w)[0]))(
+    lambda: ops.max_pool3d_with_indices(_mp_x.masked_fill(_mp_x > 20, float("nan")), *_mp_w)[0])
+for label, k in (("INT64_MAX", I64_MAX), ("2**32 + 2 (int32 wrap)", 2 ** 32 + 2), ("INT64_MIN", I64_MIN)):
+    case(f"max_pool3d_with_indices kernel_size {label}", raises("ValueError", MP + r"kernel_size elements must be"))(
+        lambda k=k: ops.max_pool3d_with_indices(_mp_x, [k], [2], [0], [1], False))
+case("max_pool3d_with_indices stride INT64_MIN", raises("ValueError", MP + r"stride elements must be > 0"))(
+    lambda: ops.max_pool3d_with_indices(_mp_x, [2], [1, I64_MIN, 1], [0], [1], False))
+case("max_pool3d_with_indices dilation INT64_MAX", raises("ValueError", MP + r"dilation elements must be"))(
+    lambda: ops.max_pool3d_with_indices(_mp_x, [2], [2], [0], [I64_MAX], False))
+case("max_pool3d_with_indices self bool", raises("TypeError", MP + r"self must be .* got Bool"))(
+    lambda: ops.max_pool3d_with_indices(_mp_x.bool(), *_mp_w))
+case("max_pool3d_with_indices self 9-d", raises("ValueError", MP + r"self must be 4-D .* got 9-D"))(
+    lambda: ops.max_pool3d_with_indices(torch.zeros([1] * 9), *_mp_w))
+MPB = CODE + "max_pool3d_with_indices_backward: "
+case("max_pool3d_with_indices_backward (valid)", matches(
+    lambda: _max_pool.reference_backward(_mp_v.float(), _mp_x, _mp_i, *_mp_w)))(
+    lambda: ops.max_pool3d_with_indices_backward(_mp_v.float(), _mp_x, _mp_i, *_mp_w))
+for label, v in (("-1", -1), ("== D*H*W", 64), ("INT64_MAX", I64_MAX), ("INT64_MIN", I64_MIN)):
+    def _bad_pool_index(v=v):
+        bad = _mp_i.clone()
+        bad[0, 1, 1, 0, 1] = v
+        return ops.max_pool3d_with_indices_backward(_mp_v.float(), _mp_x, bad, *_mp_w)
+    case(f"max_pool3d_with_indices_backward index {label}",
+         raises("IndexError", MPB + r"indices\[0, 1, 1, 0, 1\] = "
+                + str(v) + " is not a position"))(_bad_pool_index)
+case("max_pool3d_with_indices_backward self 9-d", raises("ValueError", MPB + r"self must be 4-D .* got 9-D"))(
+    lambda: ops.max_pool3d_with_indices_backward(torch.zeros([1] * 9), torch.zeros([1] * 9),
+                                                 torch.zeros([1] * 9, dtype=torch.long), *_mp_w))
 
 
 # Known failures (kernel findings, reported; the kernels are not changed here):
@@ -319,7 +363,7 @@ for op_name in ("upsample_nearest3d", "upsample_nearest_exact3d"):
             ("scale_factor numpy float32", dict(scale_factor=_np.float32(1.5)), [4, 6, 7], (1.5, 1.5, 1.5)),
             ("scale_factor int tuple", dict(scale_factor=(1, 2, 3)), [3, 8, 15], (1.0, 2.0, 3.0))):
         case(f"wrapper {op_name} {label} (valid)", matches(
-            lambda mode=mode, ref=ref, sc=sc: __import__("reference").upsample_forward(mode, _ux, ref, *sc)))(
+            lambda mode=mode, ref=ref, sc=sc: _upsample.reference_forward(mode, _ux, ref, *sc)))(
             lambda fn=fn, kw=kw: fn(_ux, **kw))
 
 # max_unpool3d: kernel_size, stride, padding, output_size
@@ -418,7 +462,7 @@ def _exact_84_to_10():
     aten_fwd = torch.ops.aten._upsample_nearest_exact3d(x, [1, 1, 10], None, None, None)
     g = torch.arange(1.0, 11.0, dtype=torch.float64).view(1, 1, 1, 1, 10)
     aten_bwd = torch.ops.aten._upsample_nearest_exact3d_backward(g, [1, 1, 10], [1, 1, 1, 1, 84], None, None, None)
-    spec = __import__("reference").upsample_forward("nearest-exact", x, [1, 1, 10])
+    spec = _upsample.reference_forward("nearest-exact", x, [1, 1, 10])
     return ours, aten_fwd, aten_bwd, spec
 
 
@@ -536,7 +580,7 @@ case("smooth_l1_loss_backward.grad_input meta inputs, 0-dim CPU out",
                                                    grad_input=torch.zeros(())))
 # A 0-dim CPU input beside CPU tensors is simply a CPU call.
 case("smooth_l1_loss_backward 0-dim grad_output, CPU (valid)", matches(
-    lambda: __import__("reference").smooth_l1_backward(torch.tensor(2.), _s, _t, 1, 1.0)))(
+    lambda: _smooth_l1.reference_backward(torch.tensor(2.), _s, _t, 1, 1.0)))(
     lambda: ops.smooth_l1_loss_backward(torch.tensor(2.), _s, _t, 1, 1.0))
 
 

@@ -1,5 +1,5 @@
 """Property-based tests (hypothesis): every operator, forward and backward,
-against the float64 spec references of tests/reference.py over random
+against the float64 spec references (torch_aclnn/testing/<family>.py) over random
 shapes (size-1 and empty axes included), memory layouts (permuted, sliced,
 expanded where the op reads through strides, channels_last_3d), dtypes,
 scales (given / absent / mixed, non-integer, down-scaling), reductions,
@@ -22,8 +22,12 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import reference as R
 from torch_aclnn.testing import FLOATING, tolerance
+from torch_aclnn.testing import elu as E
+from torch_aclnn.testing import max_pool as MP
+from torch_aclnn.testing import max_unpool as MU
+from torch_aclnn.testing import smooth_l1 as S
+from torch_aclnn.testing import upsample as U
 from torch_aclnn.testing.max_unpool import DTYPES as UNPOOL_DTYPES
 
 _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)
@@ -154,14 +158,14 @@ def test_upsample_forward(mode, fwd, bwd, data, sz, dtype, layout, seed, grad):
     x = _arrange(data, _values(in_size, dtype, seed), layout)
     x.requires_grad_(grad)
     out = fwd(x, out_size, *scales)
-    ref = R.upsample_forward(mode, x, out_size, *scales)
+    ref = U.reference_forward(mode, x, out_size, *scales)
     _close(out, ref, "forward")
     assert out.dtype == dtype
     if grad:  # autograd of the forward: the backward's reference
         g = _values(out.shape, dtype, seed + 1)
         out.backward(g)
-        _close(x.grad, R.upsample_backward(mode, g, out_size, in_size, *scales), "autograd",
-               R.upsample_backward(mode, g.abs(), out_size, in_size, *scales))
+        _close(x.grad, U.reference_backward(mode, g, out_size, in_size, *scales), "autograd",
+               U.reference_backward(mode, g.abs(), out_size, in_size, *scales))
 
 
 @pytest.mark.parametrize("mode,fwd,bwd", UPSAMPLE, ids=["nearest", "exact"])
@@ -170,13 +174,13 @@ def test_upsample_forward(mode, fwd, bwd, data, sz, dtype, layout, seed, grad):
 def test_upsample_backward(mode, fwd, bwd, data, sz, dtype, layout, seed, use_out):
     in_size, out_size, scales = sz
     g = _arrange(data, _values(in_size[:2] + out_size, dtype, seed), layout)
-    ref = R.upsample_backward(mode, g, out_size, in_size, *scales)
+    ref = U.reference_backward(mode, g, out_size, in_size, *scales)
     if use_out:
         res = torch.full(in_size, float("nan"), dtype=dtype)
         bwd.grad_input(g, out_size, in_size, *scales, grad_input=res)
     else:
         res = bwd(g, out_size, in_size, *scales)
-    _close(res, ref, "backward", R.upsample_backward(mode, g.abs(), out_size, in_size, *scales))
+    _close(res, ref, "backward", U.reference_backward(mode, g.abs(), out_size, in_size, *scales))
     assert res.dtype == dtype
 
 
@@ -194,12 +198,12 @@ def test_elu_forward(data, shape, dtype, layout, seed, alpha, scale, input_scale
     x = _arrange(data, _values(shape, dtype, seed), layout)
     x.requires_grad_(grad)
     out = ops.elu(x, alpha, scale, input_scale)
-    _close(out, R.elu_forward(x, alpha, scale, input_scale), "forward")
+    _close(out, E.reference_forward(x, alpha, scale, input_scale), "forward")
     assert out.dtype == dtype
     if grad:
         g = _values(shape, dtype, seed + 1)
         out.backward(g)
-        _close(x.grad, R.elu_backward(g, alpha, scale, input_scale, False, x), "autograd")
+        _close(x.grad, E.reference_backward(g, alpha, scale, input_scale, False, x), "autograd")
 
 
 @given(data=st.data(), shape=shapes, dtype=floats, layouts=st.tuples(st.sampled_from(LAYOUTS), st.sampled_from(LAYOUTS)),
@@ -211,9 +215,9 @@ def test_elu_backward(data, shape, dtype, layouts, seed, alpha, scale, input_sca
     g = _arrange(data, _values(shape, dtype, seed), layouts[0])
     x = _values(shape, dtype, seed + 1)
     if is_result:  # a forward output
-        x = R.elu_forward(x, alpha, scale, input_scale).to(dtype)
+        x = E.reference_forward(x, alpha, scale, input_scale).to(dtype)
     x = _arrange(data, x, layouts[1])
-    ref = R.elu_backward(g, alpha, scale, input_scale, is_result, x)
+    ref = E.reference_backward(g, alpha, scale, input_scale, is_result, x)
     if use_out:
         res = torch.full(shape, float("nan"), dtype=dtype)
         ops.elu_backward.grad_input(g, alpha, scale, input_scale, is_result, x, grad_input=res)
@@ -259,11 +263,11 @@ def test_smooth_l1_forward(data, shapes_, dtypes, layouts, seed, reduction, beta
     # Mixed dtypes: the operands are converted to the promoted dtype first
     # (torch's rule, which the float64 reference takes as given).
     xr, yr = x.detach().to(out.dtype), y.to(out.dtype)
-    _close(out, R.smooth_l1_forward(xr, yr, reduction, beta), "forward")  # losses are >= 0: no cancellation
+    _close(out, S.reference_forward(xr, yr, reduction, beta), "forward")  # losses are >= 0: no cancellation
     if grad:
         g = _values(out.shape, out.dtype, seed + 2)
         out.backward(g)
-        ref = R.smooth_l1_backward(g, xr, yr, reduction, beta)
+        ref = S.reference_backward(g, xr, yr, reduction, beta)
         # computed in out.dtype, then rounded to x's: the coarser one's tolerance
         coarse = max((x.dtype, out.dtype), key=lambda d: tolerance(d)["rtol"])
         # x.grad sums B over the broadcast axes: tolerance relative to the sum of |B|
@@ -281,8 +285,8 @@ def test_smooth_l1_backward(data, shapes_, dtype, layouts, seed, reduction, beta
     y = _arrange(data, _values(t_shape, dtype, seed + 2), layouts[2])
     # grad_input's shape is broadcast(grad_output, self, target)
     out_shape = torch.broadcast_shapes(g.shape, x.shape, y.shape)
-    ref = R.smooth_l1_backward(g, x.expand(out_shape), y.expand(out_shape), reduction, beta) \
-        if reduction != 1 else R.smooth_l1_backward(g, x, y, reduction, beta).expand(out_shape)
+    ref = S.reference_backward(g, x.expand(out_shape), y.expand(out_shape), reduction, beta) \
+        if reduction != 1 else S.reference_backward(g, x, y, reduction, beta).expand(out_shape)
     if use_out:
         res = torch.full(out_shape, float("nan"), dtype=dtype)
         ops.smooth_l1_loss_backward.grad_input(g, x, y, reduction, beta, grad_input=res)
@@ -331,11 +335,11 @@ def test_max_unpool_forward(data, case, dtype, layouts, seed, sp, grad):
     x.requires_grad_(grad)
     out = ops.max_unpool3d(x, i, out_size, *sp)
     assert out.dtype == dtype
-    _close(out, R.max_unpool3d_forward(x, i, out_size, *sp), "forward")
+    _close(out, MU.reference_forward(x, i, out_size, *sp), "forward")
     if grad and not (layouts[1] == "expanded" and x.shape[0] > 1):
         g = _values(out.shape, dtype, seed + 1)
         out.backward(g)
-        _close(x.grad, R.max_unpool3d_backward(g, x, i, out_size, *sp), "autograd")
+        _close(x.grad, MU.reference_backward(g, x, i, out_size, *sp), "autograd")
 
 
 @given(data=st.data(), case=unpool_case(allow_duplicates=True), dtype=st.sampled_from(UNPOOL_DTYPES),
@@ -346,7 +350,7 @@ def test_max_unpool_backward(data, case, dtype, layouts, seed, sp, use_out):
     g = _arrange(data, _values(shape[:-3] + out_size, dtype, seed), layouts[0])
     s = _arrange(data, _values(shape, dtype, seed + 1), layouts[1])  # only its shape and dtype are read
     i = _arrange(data, idx, layouts[2], expand_axes=[0])
-    ref = R.max_unpool3d_backward(g, s, i, out_size, *sp)
+    ref = MU.reference_backward(g, s, i, out_size, *sp)
     if use_out:  # the out= tensor must be contiguous (§5 row 1)
         res = torch.full(shape, 7, dtype=dtype)
         ops.max_unpool3d_backward.grad_input(g, s, i, out_size, *sp, grad_input=res)
@@ -354,3 +358,57 @@ def test_max_unpool_backward(data, case, dtype, layouts, seed, sp, use_out):
         res = ops.max_unpool3d_backward(g, s, i, out_size, *sp)
     assert res.dtype == dtype
     _close(res, ref, "backward")
+
+
+# ---------------------------------------------------------------------------
+# max_pool3d_with_indices / max_pool3d_with_indices_backward (docs/spec.md §9)
+
+@st.composite
+def pool_case(draw):
+    """(self shape, kernel_size, stride, padding, dilation, ceil_mode): 4-D or 5-D, N may be 0,
+    every window with a tap inside self (padding <= kernel_size / 2; dilation 2 without padding)."""
+    five = draw(st.booleans())
+    lead = [draw(st.integers(0, 2))] + ([draw(st.integers(1, 3))] if five else [])
+    k = [draw(st.integers(1, 3)) for _ in range(3)]
+    s = [draw(st.integers(1, 3)) for _ in range(3)]
+    d = [draw(st.integers(1, 2)) for _ in range(3)]
+    p = [0 if d[a] > 1 else draw(st.integers(0, k[a] // 2)) for a in range(3)]
+    ceil = draw(st.booleans())
+    spatial = [draw(st.integers(1, 6)) for _ in range(3)]
+    assume(all(MP._pooled_size(spatial[a], k[a], s[a], p[a], d[a], ceil) >= 1 for a in range(3)))
+    return lead + spatial, k, s, p, d, ceil
+
+
+@given(data=st.data(), case=pool_case(), dtype=floats, layout=st.sampled_from(LAYOUTS), seed=seeds,
+       grad=st.booleans())
+def test_max_pool_forward(data, case, dtype, layout, seed, grad):
+    shape, *window = case
+    x = _arrange(data, _values(shape, dtype, seed), layout)
+    x.requires_grad_(grad)
+    values, indices = ops.max_pool3d_with_indices(x, *window)
+    ref_values, ref_indices = MP.reference_forward(x, *window)
+    _close(values, ref_values, "forward")
+    assert values.dtype == dtype and torch.equal(indices, ref_indices)
+    if grad:
+        g = _values(values.shape, dtype, seed + 1)
+        values.backward(g)
+        _close(x.grad, MP.reference_backward(g, x, ref_indices, *window), "autograd",
+               MP.reference_backward(g.abs(), x, ref_indices, *window))
+
+
+@given(data=st.data(), case=pool_case(), dtype=floats, index_dtype=st.sampled_from([torch.int32, torch.int64]),
+       layouts=st.tuples(st.sampled_from(LAYOUTS), st.sampled_from(LAYOUTS)), seed=seeds, use_out=st.booleans())
+def test_max_pool_backward(data, case, dtype, index_dtype, layouts, seed, use_out):
+    shape, *window = case
+    x = _values(shape, dtype, seed)
+    _, idx = MP.reference_forward(x, *window)
+    g = _arrange(data, _values(idx.shape, dtype, seed + 1), layouts[0])
+    i = _arrange(data, idx.to(index_dtype), layouts[1], expand_axes=[])
+    ref = MP.reference_backward(g, x, i, *window)
+    if use_out:
+        res = torch.full(shape, float("nan"), dtype=dtype)
+        ops.max_pool3d_with_indices_backward.grad_input(g, x, i, *window, grad_input=res)
+    else:
+        res = ops.max_pool3d_with_indices_backward(g, x, i, *window)
+    assert res.dtype == dtype
+    _close(res, ref, "backward", MP.reference_backward(g.abs(), x, i, *window))

@@ -40,9 +40,16 @@ def _outputs():
         "upsample_nearest3d": lambda: ops.upsample_nearest3d(v, [32, 64, 64], None, None, None),
         "upsample_nearest3d_backward":
             lambda: ops.upsample_nearest3d_backward(g, [32, 64, 64], [2, 8, 64, 128, 128], None, None, None),
+        "upsample_nearest_exact3d": lambda: ops.upsample_nearest_exact3d(v, [32, 64, 64], None, None, None),
+        "upsample_nearest_exact3d_backward":
+            lambda: ops.upsample_nearest_exact3d_backward(g, [32, 64, 64], [2, 8, 64, 128, 128], None, None, None),
         "max_unpool3d": lambda: ops.max_unpool3d(pooled, idx, [32, 64, 64], [2, 2, 2], [0, 0, 0]),
         # a 1x1x1 "pooling": grad_input (the pooled input's shape) is 32 MiB
         "max_unpool3d_backward": lambda: ops.max_unpool3d_backward(v2, v2, same, [32, 64, 64], [1, 1, 1], [0, 0, 0]),
+        # a 1x1x1 pooling: the values (and grad_input) have the input's 32 MiB
+        "max_pool3d_with_indices": lambda: ops.max_pool3d_with_indices(v2, [1], [1], [0], [1], False)[0],
+        "max_pool3d_with_indices_backward":
+            lambda: ops.max_pool3d_with_indices_backward(v2, v2, same, [1], [1], [0], [1], False),
     }
 
 

@@ -54,3 +54,10 @@ OPERATORS = tuple(op for f in FAMILIES for op in f.operators)
 def import_families(package: str) -> list:
     """Imports ``<package>.<stem>`` for every family (ops, npu or testing), in order."""
     return [importlib.import_module(f"{package}.{f.stem}") for f in FAMILIES]
+
+
+if __name__ == "__main__":
+    # `python torch_aclnn/_registry.py`: every family's test file, one a line, for the
+    # shell scripts' per-family steps (.ci/gpu-check, .ci/compat). Run as a file, this
+    # imports nothing but the standard library (no torch, no build needed).
+    print("\n".join(f"tests/test_{f.stem}.py" for f in FAMILIES))

@@ -199,9 +199,4 @@ inline at::Tensor on_device(const at::Tensor& t, c10::Device device) {
   return t.device() == device ? t : t.to(device);
 }
 
-// A contract is written once, over SymInts, so that the same code validates
-// concrete sizes (CPU/CUDA kernels) and symbolic ones (Meta kernels under
-// torch.compile(dynamic=True); comparisons then become shape guards).
-inline c10::SymIntArrayRef sym(at::IntArrayRef a) { return c10::fromIntArrayRefSlow(a); }
-
 }  // namespace torch_aclnn
