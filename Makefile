@@ -31,9 +31,22 @@ $(STAMP):
 
 venv: $(STAMP)
 
-# Rebuilds only what changed (ninja); the editable install points at this tree.
-build: $(STAMP)
-	$(PIP) install -q --no-build-isolation -e .
+# The package, installed once as editable (it points at this tree; no compile:
+# TORCH_ACLNN_PACKAGE_ONLY), so that `torch-aclnn` and `import torch_aclnn` work
+# from anywhere in the venv.
+EDITABLE := $(VENV)/.editable-installed
+$(EDITABLE): $(STAMP) setup.py pyproject.toml
+	TORCH_ACLNN_PACKAGE_ONLY=1 $(PIP) install -q --no-build-isolation --no-deps -e .
+	touch $(EDITABLE)
+
+# The extensions, compiled in place (torch_aclnn/*.so) with their objects kept
+# in build/: ninja recompiles only what changed (headers included), so a second
+# target, or a build with nothing changed, takes seconds. ccache, where it is
+# installed, also keeps objects across clean trees and clones.
+CCACHE_BIN ?= $(firstword $(wildcard /usr/lib/ccache /usr/lib64/ccache /usr/local/opt/ccache/libexec))
+BUILD_ENV  := $(if $(CCACHE_BIN),PATH="$(CCACHE_BIN):$$PATH" CCACHE_BASEDIR="$(CURDIR)" CCACHE_NOHASHDIR=1)
+build: $(EDITABLE)
+	$(BUILD_ENV) $(VPY) setup.py -q build_ext --inplace
 
 # Compiles and links the CUDA kernels against torch $(CUDA_TORCH) and imports
 # the result (needs nvcc, not a GPU; without a CUDA toolkit: a note, no

@@ -13,6 +13,8 @@ Environment switches:
   FORCE_CUDA=1            build the CUDA kernels even when no GPU is visible
   TORCH_ACLNN_NO_CUDA=1   never build the CUDA kernels
   TORCH_ACLNN_ASAN=1      build with -fsanitize=address,undefined (make asan)
+  TORCH_ACLNN_PACKAGE_ONLY=1  no extension at all: the Python package alone (make's editable
+                          install, made once; `make build` then compiles the extensions in place)
   TORCH_ACLNN_CPU_ISAS    comma list of ISA variants to build (default: all for the arch);
                           "aten" is the one aten picks on this machine, which the loader
                           imports here (a third of the compile time: make asan, compat, gpu-check)
@@ -94,6 +96,8 @@ def cxx_runtime_flags():
 
 
 def extensions():
+    if _env("TORCH_ACLNN_PACKAGE_ONLY"):
+        return []
     use_cuda = _want_cuda()
     debug = _env("DEBUG")
     opt = ["-O0", "-g"] if debug else ["-O3"]
