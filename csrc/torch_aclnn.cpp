@@ -1,14 +1,14 @@
 // torch_aclnn: the one TORCH_LIBRARY holding every operator schema.
 //
 // Kernels live next to their backend registration (the Autograd kernel of
-// every operator in csrc/autograd.cpp):
+// every operator in csrc/autograd/kernel.cpp):
 //   csrc/meta.cpp            Meta (fake-tensor / torch.compile) kernels
 //   csrc/cpu/<family>.cpp    CPU kernels (built once per ISA, see setup.py)
 //   csrc/cuda/<family>.cu    CUDA kernels
 // Every backend registers the generic entries of csrc/common/entry.h: the
 // family's contract (csrc/contracts/<family>.h: the checks and the result's
 // spec) and the backend's kernel.
-#include "autograd.h"
+#include "autograd/kernel.h"
 #include "common/deferred.h"
 #include "dropin.h"
 #include "direct_call.h"
@@ -52,7 +52,7 @@ extern "C" {
 // static registrations (the schemas below, the kernels beside their
 // backends), then registers the out= overloads' Autograd and
 // ADInplaceOrView kernels; its functions reach the autograd formulas (all in
-// csrc/autograd.cpp).
+// csrc/autograd/kernel.cpp).
 PyMODINIT_FUNC PyInit__C(void) {
   try {
     torch_aclnn::autograd::resolve_derivatives();

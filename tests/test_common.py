@@ -174,7 +174,7 @@ def _python_calls(fn):
 
 @pytest.mark.parametrize("name", FLOAT_OPS)
 def test_plain_autograd_records_and_differentiates_without_python(device, name):
-    """The C++ Autograd kernel (csrc/autograd.cpp) sends a call that needs no
+    """The C++ Autograd kernel (csrc/autograd/kernel.cpp) sends a call that needs no
     gradient straight to the backend kernel; a call with an input that
     requires grad is recorded by the operator's C++ node, and its backward
     runs the C++ formula: neither enters torch_aclnn's Python (the

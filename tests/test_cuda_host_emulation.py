@@ -8,7 +8,7 @@ the launch set-up of the kernels, in both index widths (32-bit with fast
 division, 64-bit) and every walk order the kernels take. The results must
 equal the CPU kernels' (or, for the ELU functors, aten's scalar CPU
 formula's) bit for bit. The same module drives the deferred index checks
-(csrc/deferred.cpp) with checks whose result arrives after a number of polls.
+(csrc/common/deferred.cpp) with checks whose result arrives after a number of polls.
 
 Not covered here (a GPU run of the generic tests covers it): the launches
 (grid, stream, guard), the dispatch and out= plumbing of csrc/cuda/*.cu, the
@@ -849,7 +849,7 @@ def test_max_pool_forward_wide_windows(max_pool):
 
 
 # ---------------------------------------------------------------------------
-# Deferred index checks (csrc/deferred.cpp; docs/spec.md §7, "Index checks on
+# Deferred index checks (csrc/common/deferred.cpp; docs/spec.md §7, "Index checks on
 # CUDA"), driven by checks whose result arrives after a number of polls.
 
 @pytest.fixture

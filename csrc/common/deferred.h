@@ -17,7 +17,7 @@
 // TORCH_ACLNN_SYNC_INDEX_CHECKS=1) each call waits for its own check and
 // raises at the call, untagged, as the CPU kernels do.
 //
-// Device-independent (no CUDA here): csrc/deferred.cpp keeps the pending
+// Device-independent (no CUDA here): csrc/common/deferred.cpp keeps the pending
 // checks of the process; tests/cuda_host/deferred.h tests it on the host.
 #pragma once
 

@@ -1,10 +1,10 @@
-// The deferred index checks (csrc/deferred.cpp, compiled into this module
+// The deferred index checks (csrc/common/deferred.cpp, compiled into this module
 // with its own registry) driven by checks whose result arrives after a given
 // number of polls, as a CUDA event's would: the CUDA side (csrc/cuda/flag.cuh)
 // only supplies a copy of the device flag and an event.
 #pragma once
 
-#include "deferred.cpp"
+#include "common/deferred.cpp"
 
 #include <c10/util/Exception.h>
 #include <torch/extension.h>

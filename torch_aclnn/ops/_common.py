@@ -160,7 +160,7 @@ def invalid(op: str, message: str, exc: type = ValueError) -> Exception:
 
 def register_autograd(qualname: str, jvp: Callable) -> type:
     """The operator's torch.autograd.Function, for the calls its C++ Autograd
-    kernel (csrc/autograd.cpp) does not record itself: those with a
+    kernel (csrc/autograd/kernel.cpp) does not record itself: those with a
     forward-mode tangent and those inside torch.func transforms. Its backward
     is the operator's C++ formula (csrc/autograd/<family>.cpp, through
     ``torch_aclnn._C._derivative``), which plain autograd runs without this

@@ -1,7 +1,7 @@
 // nlohmann/json for ATen/functorch/Interpreter.h, which includes it although
 // torch's wheels do not ship it. That header uses it only to (de)serialize
 // an Interpreter (Interpreter::serialize / deserialize and their to_json /
-// from_json templates), which torch_aclnn never does: csrc/autograd.cpp only
+// from_json templates), which torch_aclnn never does: csrc/autograd/kernel.cpp only
 // reads the functorch layer stack. Where the real library is not installed,
 // this declares what the header names; using it throws.
 #pragma once
