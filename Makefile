@@ -44,7 +44,8 @@ $(EDITABLE): $(STAMP) setup.py pyproject.toml
 # target, or a build with nothing changed, takes seconds. ccache, where it is
 # installed, also keeps objects across clean trees and clones.
 CCACHE_BIN ?= $(firstword $(wildcard /usr/lib/ccache /usr/lib64/ccache /usr/local/opt/ccache/libexec))
-BUILD_ENV  := $(if $(CCACHE_BIN),PATH="$(CCACHE_BIN):$$PATH" CCACHE_BASEDIR="$(CURDIR)" CCACHE_NOHASHDIR=1)
+CCACHE_BASEDIR ?= $(CURDIR)
+BUILD_ENV  := $(if $(CCACHE_BIN),PATH="$(CCACHE_BIN):$$PATH" CCACHE_BASEDIR="$(CCACHE_BASEDIR)" CCACHE_NOHASHDIR=1)
 build: $(EDITABLE)
 	$(BUILD_ENV) $(VPY) setup.py -q build_ext --inplace
 

@@ -169,6 +169,18 @@ class BuildWithInfo(BuildExtension.with_options(use_ninja=True)):
     they were built against: a C++ extension loads only under that torch, and
     the loader says so instead of failing on an undefined symbol."""
 
+    def build_extension(self, ext):
+        # Each extension compiles in its own folder under build_temp: ninja's
+        # build file, log and header dependencies are per folder, and one
+        # folder shared by the four extensions forgot the others' objects, so a
+        # build with nothing changed compiled them again.
+        base = self.build_temp
+        self.build_temp = os.path.join(base, ext.name.rsplit(".", 1)[-1])
+        try:
+            super().build_extension(ext)
+        finally:
+            self.build_temp = base
+
     def run(self):
         super().run()
         out = os.path.dirname(self.get_ext_fullpath("torch_aclnn._C"))
