@@ -20,7 +20,7 @@ from typing import Optional, Union
 import torch
 
 from ._common import (Operator, batch_first, compiling, int_arg, invalid, real_arg, register_autograd, register_vmap,
-                      require, reverse, tensors, vmap_loop)
+                      require, reverse, tensors, vmap_loop, write_out)
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
@@ -104,8 +104,7 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
     r = _reduction(op, reduction)
     beta = real_arg(op, "beta", beta)
     if out is not None:
-        _ops.smooth_l1_loss_backward.grad_input(grad_output, input, target, r, beta, grad_input=out)
-        return out
+        return write_out(op, out, grad_output, input, target, r, beta)
     return _SMOOTH_L1_BACKWARD[+compiling()](grad_output, input, target, r, beta)
 
 
