@@ -101,11 +101,17 @@ bool elu_backward_rule(Args a) {
   return g.strides() == x.strides() && g.is_non_overlapping_and_dense();
 }
 
-// The scales at a[first..first+2]: all given or none (the contract reads
-// them as a set; aten takes each axis's alone).
+// The scales at a[first..first+2]: none given, or all three given and > 0
+// (the contract reads them as a set and ignores all three unless each is
+// > 0; aten takes each axis's alone, and the sizes where one is missing or
+// <= 0).
 bool scales_as_a_set(Args a, size_t first) {
   const bool given = !a[first].isNone();
-  return a[first + 1].isNone() != given && a[first + 2].isNone() != given;
+  for (size_t i = first; i < first + 3; ++i) {
+    if (a[i].isNone() == given) return false;
+    if (given && !(a[i].toDouble() > 0)) return false;  // (NaN too)
+  }
+  return true;
 }
 
 // upsample_nearest3d / _upsample_nearest_exact3d(self, output_size, scales_d, scales_h, scales_w):

@@ -577,6 +577,36 @@ def test_a_non_tensor_for_a_tensor_is_the_contracts_type_error(call):
         call(torch.zeros(1, 1, 1, 1, 1))
 
 
+_X5 = torch.zeros(1, 1, 2, 2, 2)
+_BACKWARD_OUT = {  # every backward wrapper with its out=, the other arguments valid
+    "elu_backward": lambda out: torch_aclnn.elu_backward(_X5, 1.0, 1.0, 1.0, False, _X5, out=out),
+    "smooth_l1_loss_backward": lambda out: torch_aclnn.smooth_l1_loss_backward(_X5, _X5, _X5, "mean", 1.0, out=out),
+    "upsample_nearest3d_backward": lambda out: torch_aclnn.upsample_nearest3d_backward(
+        _X5, [2, 2, 2], [1, 1, 1, 1, 1], out=out),
+    "upsample_nearest_exact3d_backward": lambda out: torch_aclnn.upsample_nearest_exact3d_backward(
+        _X5, [2, 2, 2], [1, 1, 1, 1, 1], out=out),
+    "max_unpool3d_backward": lambda out: torch_aclnn.max_unpool3d_backward(
+        _X5, _X5[..., :1, :1, :1], torch.zeros(1, 1, 1, 1, 1, dtype=torch.int64), [2, 2, 2], [2, 2, 2], [0, 0, 0],
+        out=out),
+    "max_pool3d_with_indices_backward": lambda out: torch_aclnn.max_pool3d_with_indices_backward(
+        _X5[..., :1, :1, :1], _X5, torch.zeros(1, 1, 1, 1, 1, dtype=torch.int64), 2, out=out),
+}
+
+
+@pytest.mark.parametrize("name", list(_BACKWARD_OUT))
+def test_a_non_tensor_out_is_the_contracts_type_error(name):
+    """out= of every backward wrapper: a tensor is written and returned; anything else is
+    a tagged TypeError naming out (it reached the operator as grad_input)."""
+    call = _BACKWARD_OUT[name]
+    want = call(None)
+    out = torch.full_like(want, 7.0)
+    assert call(out) is out and torch.equal(out, want)
+    for bad in ([1, 2, 3], want.numpy(), 1.0):
+        with pytest.raises(TypeError, match=rf"^\[torch_aclnn 161002\] {name}: out must be a Tensor, got "
+                                            rf"{type(bad).__name__}$"):
+            call(bad)
+
+
 def test_int_arguments_beyond_the_schema_get_the_contracts_error():
     t = torch.zeros(1, 1, 1, 1, 1)
     with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] smooth_l1_loss: reduction .*int64"):

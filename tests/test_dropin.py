@@ -522,6 +522,10 @@ def test_review_cases_give_torchs_outcome(name):
 def test_layouts_are_torchs():
     x = torch.randn(2, 3, 4, 5, 6).to(memory_format=torch.channels_last_3d)
     _same_outcome(lambda f: f.smooth_l1_loss(x, x * 2, reduction="none"), check_strides=True)
+    p_, q_ = torch.randn(3, 4), torch.randn(3, 4)  # the legacy arguments take the same 'none' rule
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+        _same_outcome(lambda f: f.smooth_l1_loss(p_.t(), q_.t(), reduce=False), check_strides=True)
+        _same_outcome(lambda f: f.smooth_l1_loss(p_.t(), q_.t(), size_average=True, reduce=False), check_strides=True)
     p, i = F.max_pool3d(torch.randn(1, 3, 4, 4, 4).to(memory_format=torch.channels_last_3d), 2, return_indices=True)
     _same_outcome(lambda f: f.max_unpool3d(p, i, 2), check_strides=True)
 

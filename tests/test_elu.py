@@ -42,10 +42,67 @@ def test_zero_takes_negative_branch(dtype):
     # (positive) against input_scale * alpha * scale (negative) = 2.
     assert torch.equal(ta.elu_backward(one, 2.0, 1.0, 1.0, False, zero), 2 * one)
     assert torch.equal(ta.elu_backward(one, 2.0, 1.0, 1.0, True, zero), 2 * one)
-    # Forward: both branches are 0; the negative one keeps expm1's sign:
-    # alpha * scale * expm1(+0) = -0 for alpha < 0 (aten's x >= 0 rule gives +0).
-    assert _signbit(ta.elu(zero, -1.0)) == [True] * 3
+    # The forward takes the positive branch at x = +-0 (aten's CPU rule, x >= 0): +-0 * scale.
+    assert _signbit(ta.elu(zero, -1.0)) == [False] * 3
+    assert _signbit(ta.elu(-zero, -1.0)) == [True] * 3
     assert _signbit(ta.elu(zero, 1.0)) == [False] * 3
+
+
+# (alpha, scale, input_scale) where the negative branch at x = +-0 is not +-0 * scale:
+# alpha * scale or input_scale infinite (0 * inf = NaN), negative coefficients (the sign of zero).
+_ZERO_PARAMS = [(math.inf, 1.0, 1.0), (-math.inf, 1.0, 1.0), (1.0, 1.0, math.inf), (1.0, 1.0, -math.inf),
+                (math.inf, 1.0, 0.0), (0.0, 1.0, math.inf), (1e30, 1e30, 1.0), (1.0, math.inf, 1.0),
+                (-1.0, 1.0, 1.0), (1.0, -1.0, 1.0), (1.0, 1.0, -1.0), (2.0, 1.0, 0.5)]  # (1e30 ** 2: inf in float32)
+
+
+def _bits_equal(a, b):
+    """Bitwise, any NaN matching any NaN."""
+    nan = a.isnan() & b.isnan()
+    if a.dtype == torch.float64:
+        a, b = a.view(torch.int64), b.view(torch.int64)
+    elif a.dtype == torch.float32:
+        a, b = a.view(torch.int32), b.view(torch.int32)
+    else:
+        a, b = a.view(torch.int16), b.view(torch.int16)
+    return a.shape == b.shape and bool(((a == b) | nan).all())
+
+
+@pytest.mark.parametrize("dtype", FLOATING)
+def test_zero_with_infinite_coefficients_matches_aten(dtype):
+    """x = +-0 with alpha * scale = +-inf or input_scale = +-inf: aten's 0 / -0
+    (the negative branch gave 0 * inf = NaN), on the vectorised and strided
+    paths; the backward at +-0 (the negative branch, as aten's) gives aten's
+    bits there too."""
+    x = torch.tensor([0.0, -0.0, -1.0, 1.0, 0.0, -0.0, 2.0, -0.5] * 9, dtype=dtype)
+    strided = torch.zeros(2 * x.numel(), dtype=dtype)[::2].copy_(x)
+    g = torch.linspace(-2, 2, x.numel(), dtype=dtype)
+    for alpha, scale, input_scale in _ZERO_PARAMS:
+        for xs in (x, strided, x[:1], x[1:2]):  # (at x = +-0: elsewhere aten's scalar tail may differ by an ulp)
+            got, want = ops.elu(xs, alpha, scale, input_scale), torch.ops.aten.elu(xs, alpha, scale, input_scale)
+            assert _bits_equal(got[xs == 0], want[xs == 0]), (alpha, scale, input_scale)
+        zeros = x == 0
+        assert not ops.elu(x, alpha, scale, input_scale)[zeros].isnan().any() or math.isinf(scale)
+        for is_result in (False, True):
+            if is_result and alpha < 0:
+                continue
+            got = ops.elu_backward(g, alpha, scale, input_scale, is_result, x)
+            want = torch.ops.aten.elu_backward(g, alpha, scale, input_scale, is_result, x)
+            assert _bits_equal(got[zeros], want[zeros]), (alpha, scale, input_scale, is_result)
+
+
+def test_functional_infinite_alpha_matches_torch():
+    """F.elu / F.celu with alpha = inf in float64, and the modules, give torch's
+    values (0 and -0 at x = +-0), directly, through torch_aclnn.nn and under patch()."""
+    x = torch.tensor([0.0, -0.0, -1.0, 2.0] * 4, dtype=torch.float64)
+    inf = math.inf
+    assert _bits_equal(ta.elu(x, alpha=inf), F.elu(x, alpha=inf))
+    assert _bits_equal(ta.elu(x, alpha=-inf), F.elu(x, alpha=-inf))
+    assert _bits_equal(ta.celu(x, alpha=inf), F.celu(x, alpha=inf))
+    assert _bits_equal(ta.nn.ELU(alpha=inf)(x), torch.nn.ELU(alpha=inf)(x))
+    with ta.patched() as stats:
+        got = F.elu(x, alpha=inf)
+    assert stats.total_routed() > 0
+    assert _bits_equal(got, F.elu(x, alpha=inf))
 
 
 @pytest.mark.parametrize("dtype", FLOATING)

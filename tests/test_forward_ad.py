@@ -404,3 +404,60 @@ def test_formula_entered_for_a_tangent_only(name):
             assert _entered_formula(lambda: call(duals))
             out = call(duals)
         assert fwAD.unpack_dual(out).tangent is not None
+
+
+# ---------------------------------------------------------------------------
+# Every broadcast pattern of the operators that broadcast (smooth_l1_loss: self,
+# target; smooth_l1_loss_backward: grad_output, self, target), every reduction
+
+
+_PATTERNS = {"full": (2, 3), "row": (3,), "column": (2, 1), "0-dim": ()}
+
+
+def _broadcast_cases():
+    g = torch.Generator().manual_seed(11)
+
+    def r(shape, scale=1.0):  # away from |d| == beta, where the derivative jumps
+        return ((torch.rand(shape, generator=g, dtype=F64) * 2 - 1) * scale).requires_grad_()
+
+    for reduction in (0, 1, 2):
+        for ps in _PATTERNS:
+            for pt in _PATTERNS:
+                yield f"smooth_l1_loss r={reduction} self {ps} target {pt}", \
+                    lambda x, t, reduction=reduction: ops.smooth_l1_loss(x, t, reduction, 1.0), \
+                    (r(_PATTERNS[ps], 2), r(_PATTERNS[pt], 2))
+                for pg in _PATTERNS:
+                    yield f"smooth_l1_loss_backward r={reduction} grad_output {pg} self {ps} target {pt}", \
+                        lambda go, x, t, reduction=reduction: ops.smooth_l1_loss_backward(go, x, t, reduction, 1.0), \
+                        (r(_PATTERNS[pg]), r(_PATTERNS[ps], 2), r(_PATTERNS[pt], 2))
+
+
+BROADCAST = list(_broadcast_cases())
+
+
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+def test_broadcast_patterns_gradcheck(reduction):
+    """Forward and reverse mode, and both second-order checks, against finite
+    differences on every broadcast pattern (each tensor full, a row, a column
+    or 0-dim)."""
+    cases = [c for c in BROADCAST if f" r={reduction} " in c[0]]
+    assert len(cases) == 16 + 64
+    for name, fn, inputs in cases:
+        assert torch.autograd.gradcheck(fn, inputs, check_forward_ad=True, check_backward_ad=True,
+                                        fast_mode=True), name
+        assert torch.autograd.gradgradcheck(fn, inputs, check_fwd_over_rev=True, check_rev_over_rev=True,
+                                            fast_mode=True), name
+
+
+def test_smooth_l1_backward_mean_jvp_when_grad_output_broadcasts_further():
+    """'mean' divides by numel(broadcast(self, target)), also in the tangent
+    when grad_output adds dimensions of its own (it was divided by the count
+    of all three)."""
+    go = torch.ones(2, 3, dtype=F64)
+    a = torch.tensor([.3, -.2, .1], dtype=F64)
+    b = torch.zeros(3, dtype=F64)
+    f = lambda a: ops.smooth_l1_loss_backward(go, a, b, 1, 1.0)  # noqa: E731
+    _, tangent = torch.func.jvp(f, (a,), (torch.ones(3, dtype=F64),))
+    torch.testing.assert_close(tangent, torch.full((2, 3), 1 / 3, dtype=F64))
+    jac = torch.func.jacrev(f)(a)
+    torch.testing.assert_close(tangent, jac.sum(-1))

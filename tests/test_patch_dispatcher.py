@@ -207,6 +207,15 @@ PASSED = [
         torch.randn(2, 3, 4, 5, 6), [8, 10, 12], None, 3.0, None)),                          # scales not a set
     ("aten::upsample_nearest3d_backward", lambda: torch.ops.aten.upsample_nearest3d_backward(
         torch.randn(2, 3, 8, 10, 12), [8, 10, 12], [2, 3, 4, 5, 6], None, 3.0, None)),
+    # a scale <= 0 on one axis: aten takes the sizes there and the positive scales elsewhere
+    ("aten::upsample_nearest3d", lambda: torch.ops.aten.upsample_nearest3d(
+        torch.arange(27.).reshape(1, 1, 3, 3, 3), [6, 6, 6], 2.1, 2.1, 0.0)),
+    ("aten::_upsample_nearest_exact3d", lambda: torch.ops.aten._upsample_nearest_exact3d(
+        torch.randn(1, 2, 3, 5, 7), [7, 11, 9], -1.0, 2.3, 1.4)),
+    ("aten::upsample_nearest3d_backward", lambda: torch.ops.aten.upsample_nearest3d_backward(
+        torch.randn(1, 2, 7, 11, 9), [7, 11, 9], [1, 2, 3, 5, 7], 2.4, 0.0, 1.4)),
+    ("aten::_upsample_nearest_exact3d_backward", lambda: torch.ops.aten._upsample_nearest_exact3d_backward(
+        torch.randn(1, 2, 7, 11, 9), [7, 11, 9], [1, 2, 3, 5, 7], 2.4, 2.3, -3.0)),
     ("aten::elu_backward", lambda: torch.ops.aten.elu_backward(
         torch.ones(4, 5), 1.0, 1.0, 1.0, False, torch.randn(5, 4).t())),                     # layouts differ
     ("aten::max_unpool3d", lambda: torch.ops.aten.max_unpool3d(torch.ones(1, 1, 2, 2, 2), torch.zeros(

@@ -116,14 +116,15 @@ def _caller_level() -> int:
     return level
 
 
-def legacy_reduction(size_average, reduce) -> str:
+def legacy_reduction(size_average, reduce, warn: bool = True) -> str:
     """The reduction F's losses take from the legacy ``size_average`` /
-    ``reduce`` arguments, with F's deprecation warning (torch's rule,
-    written here: torch's own helper is private, and dynamo cannot trace it)."""
+    ``reduce`` arguments, with F's deprecation warning unless ``warn`` is
+    False (torch's rule, written here: torch's own helper is private, and
+    dynamo cannot trace it)."""
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     reduction = ("mean" if size_average else "sum") if reduce else "none"
-    if compiling():  # (dynamo cannot trace warnings.warn here)
+    if compiling() or not warn:  # (dynamo cannot trace warnings.warn here)
         return reduction
     warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
                   stacklevel=_caller_level())
@@ -270,12 +271,14 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if not _number(beta) or not beta >= 0:
         return f"beta={beta!r}"
     legacy = size_average is not None or reduce is not None
-    why = _loss_args(input, target, "mean" if legacy else reduction, beta)
+    if legacy:  # (the rules see the reduction they give; F warns after the shape warning)
+        reduction = legacy_reduction(size_average, reduce, warn=False)
+    why = _loss_args(input, target, reduction, beta)
     if why:
         return why
     _shape_warning(input, target)
-    if legacy:  # after the shape warning, as F does
-        reduction = legacy_reduction(size_average, reduce)
+    if legacy:
+        legacy_reduction(size_average, reduce)  # F's deprecation warning
     return _sl1.smooth_l1_loss(input, target, reduction, beta)
 
 

@@ -63,6 +63,15 @@ C10_ALWAYS_INLINE int not_greater_lanes(const Vectorized<T>& a, const Vectorized
   return (a > b).zero_mask();
 }
 
+// Bit l set where !(a[l] >= b[l]): a < b or either is NaN (as not_greater_lanes).
+template <typename T>
+C10_ALWAYS_INLINE int not_greater_equal_lanes(const Vectorized<T>& a, const Vectorized<T>& b) {
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (std::is_same_v<T, float>) return _mm512_cmp_ps_mask(a, b, _CMP_NGE_UQ);
+#endif
+  return (a >= b).zero_mask();
+}
+
 // Chooses, lane by lane, between an op's two branches: `neg` where the lane
 // takes the costly one, `pos` elsewhere. BlendLanes holds the vector compare
 // (the generic op()); MaskLanes the AVX-512 mask the compacted driver keeps

@@ -29,12 +29,16 @@ namespace {
 
 using at::vec::Vectorized;
 using cpu::BlendLanes;
+using cpu::not_greater_equal_lanes;
 using cpu::not_greater_lanes;
 using cpu::run_elementwise;
 
 // ---------------------------------------------------------------------------
-// The formulas, lane-wise in T = opmath type. x == 0 (and NaN) take the
-// negative branch: the positive one is selected only where x > 0.
+// The formulas, lane-wise in T = opmath type. NaN takes the negative branch.
+// x == +-0 takes the forward's positive branch (x >= 0, aten's CPU rule: +-0 *
+// scale, where the negative one gives 0 * inf = NaN for an infinite alpha *
+// scale or input_scale, and a zero of the other sign for negative ones) and
+// the backward's negative branch (x > 0 selects the positive one, as aten's).
 
 template <typename T>
 struct Coefs {
@@ -47,7 +51,7 @@ struct Coefs {
         zero(T(0)) {}
 };
 
-// Ops with a costly branch (exp/expm1 on the lanes with x <= 0 or NaN) say
+// Ops with a costly branch (exp/expm1 on the lanes with x < 0 or NaN, x <= 0 in the backward) say
 // so (kCompact) and expose its parts: neg_lanes (bit l set where lane l
 // takes that branch), arg (the exp's argument), costly (the exp) and finish
 // (the result from the exp's value, whatever it holds in the other lanes).
@@ -55,12 +59,12 @@ struct Coefs {
 // (cpu::apply_compacted), which runs costly only on the lanes that need it,
 // gives the same bits.
 
-// elu(x) = x > 0 ? scale * x : alpha * scale * expm1(input_scale * x)
+// elu(x) = x >= 0 ? scale * x : alpha * scale * expm1(input_scale * x)
 template <typename T>
 struct Forward {
   static constexpr bool kCompact = true;
   Coefs<T> c;
-  int neg_lanes(const Vectorized<T>& x) const { return not_greater_lanes(x, c.zero); }
+  int neg_lanes(const Vectorized<T>& x) const { return not_greater_equal_lanes(x, c.zero); }
   Vectorized<T> arg(const Vectorized<T>& x) const { return x * c.negiptcoef; }
   static Vectorized<T> costly(const Vectorized<T>& y) { return y.expm1(); }
   template <typename Lanes>
@@ -69,7 +73,7 @@ struct Forward {
   }
   Vectorized<T> operator()(const Vectorized<T>& x) const {
     if (!neg_lanes(x)) return x * c.poscoef;  // every lane positive: no expm1
-    return finish(costly(arg(x)), BlendLanes<T>{x > c.zero}, x);
+    return finish(costly(arg(x)), BlendLanes<T>{x >= c.zero}, x);
   }
 };
 

@@ -8,15 +8,17 @@
 // The formulas keep aten's order of operations and coefficients (computed on
 // the host in the opmath type, as aten does), in opmath (float32 for
 // half/bfloat16), rounded once:
-//   forward:  x > 0 ? x * scale : expm1(x * input_scale) * (alpha * scale)
+//   forward:  x >= 0 ? x * scale : expm1(x * input_scale) * (alpha * scale)
 //   backward: x > 0 ? g * scale
 //                   : g * input_scale * (x + alpha * scale)                    (is_result)
 //                   : g * input_scale * (alpha * scale) * exp(x * input_scale)  (otherwise)
 // with CUDA's exp/expm1, so finite results are bitwise equal to aten's CUDA
-// kernels. One deliberate difference: like the CPU kernels, a NaN x takes
-// the negative branch (only x > 0 selects the positive one), so a NaN in
-// self_or_result always gives NaN; aten's CUDA kernel tests x <= 0 instead
-// and returns g * scale there.
+// kernels. Two deliberate differences, both the CPU kernels' rules: the
+// forward takes the positive branch at x = +-0 (aten's CPU rule; aten's CUDA
+// kernel tests x > 0, which gives NaN there for an infinite alpha * scale or
+// input_scale); and a NaN x takes the negative branch (the backward selects
+// the positive one only where x > 0), so a NaN in self_or_result always gives
+// NaN; aten's CUDA kernel tests x <= 0 instead and returns g * scale there.
 #include "cuda/elementwise.cuh"
 #include "cuda/elu.cuh"
 

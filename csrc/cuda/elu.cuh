@@ -29,7 +29,8 @@ struct Forward {
   Coefs<scalar_t> c;
   C10_HOST_DEVICE scalar_t operator()(scalar_t xs) const {
     const T x = static_cast<T>(xs);
-    return static_cast<scalar_t>(x > T(0) ? x * c.poscoef : std::expm1(x * c.negiptcoef) * c.negcoef);
+    // x = +-0 takes the positive branch (aten's CPU rule; aten's CUDA kernel takes x > 0)
+    return static_cast<scalar_t>(x >= T(0) ? x * c.poscoef : std::expm1(x * c.negiptcoef) * c.negcoef);
   }
 };
 

@@ -4,13 +4,15 @@ torch_npu's aten kernels (op-plugin op_plugin/ops/opapi/EluKernelNpuOpApi.cpp,
 EluBackwardKernelNpuOpApi.cpp) call aclnnElu / aclnnEluBackward.
 
 Corrections (where aclnn and the spec differ):
-  * elu with a non-finite alpha or input_scale: aclnnElu then computes
+  * elu with a non-finite alpha, scale, input_scale or alpha * scale: aclnnElu then computes
     ``scale * threshold(x, 0, -alpha)`` instead of the formula
     (ops-nn activation/elu/op_api/aclnn_elu.cpp, NeedInfNanHandling), which
     is the formula's limit only for input_scale = +inf and x < 0 (x == 0,
     input_scale = -inf or NaN give other numbers than the spec's). The glue
     evaluates the spec's formula with aten elementwise operators on the
-    device instead, in float32 for half/bfloat16.
+    device instead, in float32 for half/bfloat16. With finite coefficients
+    the sign of a zero result at x = +-0 for a negative alpha * scale is
+    aclnnElu's (not verified on a device).
   * half/bfloat16: aclnnElu / aclnnEluBackward run Elu / EluGradV2 in the
     input dtype; whether they widen internally is not documented. The spec
     computes in float32 and rounds once, so the glue calls them in float32
@@ -47,14 +49,19 @@ def _opmath(dtype):
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
+def _negcoef(alpha, scale, opmath, device):
+    """alpha * scale rounded in the opmath dtype, as the kernels form it."""
+    return torch.tensor(float(alpha), dtype=opmath, device=device) * float(scale)
+
+
 def _elu_formula(self, alpha, scale, input_scale):
-    """The spec's elu with aten elementwise operators (x == 0 and NaN take
-    the negative branch), computed in float32 for half/bfloat16."""
+    """The spec's elu with aten elementwise operators (x >= 0, +-0 included,
+    takes the positive branch; NaN the negative one), computed in float32 for
+    half/bfloat16."""
     opmath = _opmath(self.dtype)
     x = self.to(opmath)
-    negcoef = torch.tensor(float(alpha), dtype=opmath, device=x.device) * float(scale)
-    neg = torch.expm1(x * float(input_scale)) * negcoef
-    return torch.where(x > 0, x * float(scale), neg).to(self.dtype)
+    neg = torch.expm1(x * float(input_scale)) * _negcoef(alpha, scale, opmath, x.device)
+    return torch.where(x >= 0, x * float(scale), neg).to(self.dtype)
 
 
 def elu_kernel(self, alpha=1, scale=1, input_scale=1):
@@ -66,9 +73,10 @@ def elu_kernel(self, alpha=1, scale=1, input_scale=1):
     beyond = limits.beyond_split(op, _geometry(self))
     if beyond is not None:
         return _glue.cpu_path(op, beyond, overload, self.device, self, alpha, scale, input_scale)
-    if not (_finite(alpha) and _finite(input_scale)):
-        return _glue.conform(_elu_formula(self, alpha, scale, input_scale), m)
     opmath = _opmath(self.dtype)
+    if not (_finite(alpha) and _finite(input_scale) and _finite(scale)
+            and bool(_negcoef(alpha, scale, opmath, "cpu").isfinite())):
+        return _glue.conform(_elu_formula(self, alpha, scale, input_scale), m)
     return _glue.conform(ATEN_FORWARD(self.to(opmath), alpha, scale, input_scale).to(self.dtype), m)
 
 

@@ -57,6 +57,17 @@ def tensors(op: str, **args: Any) -> None:
             raise invalid(op, f"{name} must be a Tensor, got {type(value).__name__}", TypeError)
 
 
+def write_out(op: str, out: Any, *args: Any) -> torch.Tensor:
+    """The out= of a backward wrapper: ``torch.ops.torch_aclnn.<op>.grad_input(*args,
+    grad_input=out)``, which writes ``out``; returns it. ``out`` must be a tensor
+    (or handle torch calls itself, as :func:`tensors`): anything else is a
+    161002 TypeError naming ``out``, the wrapper's argument."""
+    if not isinstance(out, torch.Tensor) and not hasattr(type(out), "__torch_function__"):
+        raise invalid(op, f"out must be a Tensor, got {type(out).__name__}", TypeError)
+    getattr(torch.ops.torch_aclnn, op).grad_input(*args, grad_input=out)
+    return out
+
+
 def _plan_key(shape, args):
     """A hashable key equal only for the same sizes and the same argument
     values and types (None, bool, int, float, or a list / tuple of ints and

@@ -1,8 +1,9 @@
 """The ELU family (docs/spec.md §3): elu and elu_backward (aclnnEluBackward).
 
 ELU, SELU and CELU are all the one operator
-``elu(x) = scale * x if x > 0 else alpha * scale * expm1(input_scale * x)``
-with different parameters; x == 0 takes the negative branch.
+``elu(x) = scale * x if x >= 0 else alpha * scale * expm1(input_scale * x)``
+with different parameters (x == +-0 gives +-0 * scale, as aten's CPU kernel);
+the backward's negative branch takes x == 0, as aten's.
 
 The family's other files share its stem (torch_aclnn/_registry.py):
 csrc/contracts/elu.h, csrc/cpu/elu.cpp, csrc/cuda/elu.cu, torch_aclnn/npu/elu.py,
@@ -18,7 +19,7 @@ from typing import Optional
 import torch
 
 from ._common import (Operator, batch_first, bool_arg, compiling, invalid, real_arg, register_autograd, register_vmap,
-                      require, reverse, tensors, vmap_loop)
+                      require, reverse, tensors, vmap_loop, write_out)
 
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
@@ -75,8 +76,8 @@ def _params(op: str, **params) -> list:
 def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale: float = 1.0,
         input_scale: float = 1.0) -> torch.Tensor:
     """``F.elu(input, alpha)``; ``scale`` and ``input_scale`` expose the full
-    operator: ``scale * x`` for x > 0, ``alpha * scale * expm1(input_scale * x)``
-    for x <= 0.
+    operator: ``scale * x`` for x >= 0, ``alpha * scale * expm1(input_scale * x)``
+    for x < 0.
 
     float32, float64, float16, bfloat16 (half/bfloat16 computed in float32);
     0 to 8 dims; any strides. Differentiable (the gradient is
@@ -164,9 +165,7 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
     alpha, scale, input_scale = _params("elu_backward", alpha=alpha, scale=scale, input_scale=input_scale)
     is_result = bool_arg("elu_backward", "is_result", is_result)
     if out is not None:
-        _ops.elu_backward.grad_input(grad_output, alpha, scale, input_scale, is_result, self_or_result,
-                                     grad_input=out)
-        return out
+        return write_out("elu_backward", out, grad_output, alpha, scale, input_scale, is_result, self_or_result)
     return _ELU_BACKWARD[+compiling()](grad_output, alpha, scale, input_scale, is_result, self_or_result)
 
 

@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 
 from ._common import (Operator, bool_arg, compiling, int_array, invalid, planned, plane_vmap, register_autograd,
-                      register_vmap, require, tensors)
+                      register_vmap, require, tensors, write_out)
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
@@ -148,8 +148,7 @@ def max_pool3d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tens
         tensors(op, grad_output=grad_output, self=self, indices=indices)
     window = planned(_window_plan, op, None, kernel_size, stride, padding, dilation, ceil_mode)
     if out is not None:
-        _ops.max_pool3d_with_indices_backward.grad_input(grad_output, self, indices, *window, grad_input=out)
-        return out
+        return write_out(op, out, grad_output, self, indices, *window)
     return _MAX_POOL_BACKWARD[+compiling()](grad_output, self, indices, *window)
 
 

@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Union
 import torch
 
 from ._common import (INT64_MAX, Operator, compiling, int_array, int_list, invalid, plain_ints, planned, plane_vmap,
-                      register_autograd, register_vmap, require, tensors)
+                      register_autograd, register_vmap, require, tensors, write_out)
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
@@ -143,9 +143,7 @@ def max_unpool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, indices
     tensors(op, grad_output=grad_output, self=self, indices=indices)
     output_size, stride, padding = _int_arrays(op, output_size, stride, padding)
     if out is not None:
-        _ops.max_unpool3d_backward.grad_input(grad_output, self, indices, output_size, stride, padding,
-                                              grad_input=out)
-        return out
+        return write_out(op, out, grad_output, self, indices, output_size, stride, padding)
     return _MAX_UNPOOL_BACKWARD[+compiling()](grad_output, self, indices, output_size, stride, padding)
 
 

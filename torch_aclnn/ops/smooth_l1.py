@@ -20,7 +20,7 @@ from typing import Optional, Union
 import torch
 
 from ._common import (Operator, batch_first, compiling, int_arg, invalid, real_arg, register_autograd, register_vmap,
-                      require, reverse, tensors, vmap_loop)
+                      require, reverse, tensors, vmap_loop, write_out)
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
@@ -104,8 +104,7 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
     r = _reduction(op, reduction)
     beta = real_arg(op, "beta", beta)
     if out is not None:
-        _ops.smooth_l1_loss_backward.grad_input(grad_output, input, target, r, beta, grad_input=out)
-        return out
+        return write_out(op, out, grad_output, input, target, r, beta)
     return _SMOOTH_L1_BACKWARD[+compiling()](grad_output, input, target, r, beta)
 
 
@@ -121,7 +120,8 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, targ
 #                            the broadcast shape) applied to t_self - t_target: the
 #                            backward formula w.r.t. self, where self has the
 #                            broadcast shape already, which is when its tangent
-#                            needs no summing
+#                            needs no summing; 'mean' divides by numel(broadcast(self,
+#                            target)) of the call, not of the widened self
 #   vmap:                    elementwise where that is exact (reduction 'none', and
 #                            the backward's 'sum', whose norm is 1; all tensors of
 #                            one dtype, so that the batch dimension cannot change
@@ -157,9 +157,14 @@ def _backward_jvp(args, dtype, t_grad_output, t_self, t_target, *_):
     if t is not None:
         shape = torch.broadcast_shapes(grad_output.shape, self.shape, target.shape)
         # (self widened to the broadcast shape and the result's dtype, so that the formula
-        # neither sums nor rounds: the same d = self - target, compared in the same opmath)
-        wide = [grad_output, self.expand(shape).to(dtype), target, reduction, beta]
+        # neither sums nor rounds: the same d = self - target, compared in the same opmath.
+        # The widened self would change the 'mean' norm the formula reads from the shapes
+        # of self and target, so it runs as 'sum' and the norm of this call's own
+        # broadcast(self, target) is applied here)
+        wide = [grad_output, self.expand(shape).to(dtype), target, 2 if reduction == 1 else reduction, beta]
         h = reverse("torch_aclnn::smooth_l1_loss_backward", wide, 1, t.expand(shape))
+        if reduction == 1:
+            h = h / math.prod(torch.broadcast_shapes(self.shape, target.shape))
         result = h if result is None else result + h
     return result.to(dtype)
 

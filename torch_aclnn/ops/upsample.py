@@ -13,7 +13,7 @@ import torch
 
 from ._common import (Operator, compiling, int_arg, int_array, invalid, optional_floats, optional_real, plain_ints,
                       planned, positive_scale, register_autograd, register_vmap, require, scaled_size, tensors,
-                      vmap_loop)
+                      vmap_loop, write_out)
 
 __all__ = [
     "upsample_nearest3d",
@@ -113,8 +113,7 @@ def _backward(op: str, grad_output, output_size, input_size, scales_d, scales_h,
     tensors(op, grad_output=grad_output)
     args = _backward_args(op, output_size, input_size, scales_d, scales_h, scales_w)
     if out is not None:
-        getattr(_ops, op).grad_input(grad_output, *args, grad_input=out)
-        return out
+        return write_out(op, out, grad_output, *args)
     return _OPS[op][+compiling()](grad_output, *args)
 
 

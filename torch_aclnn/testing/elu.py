@@ -52,7 +52,7 @@ PARAMS = {
 
 def reference_forward(self, alpha=1, scale=1, input_scale=1):
     x = self.detach().to(torch.float64)
-    return torch.where(x > 0, scale * x, scale * alpha * torch.expm1(x * input_scale))
+    return torch.where(x >= 0, scale * x, scale * alpha * torch.expm1(x * input_scale))
 
 
 def reference_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
