@@ -277,3 +277,24 @@ def test_convert():
     torch.testing.assert_close(converted(x), want)
     assert converted.state_dict().keys() == sd.keys()
     assert type(tann.convert(tnn.SELU())) is tann.SELU
+
+
+def test_functional_is_a_one_line_swap():
+    """Every name of torch.nn.functional resolves on torch_aclnn.nn.functional:
+    the covered functions are torch_aclnn's, every other one is torch's object."""
+    import torch.nn.functional as tF
+    import torch_aclnn.nn.functional as F
+
+    ours = set(F.__all__)
+    for name in dir(tF):
+        got = getattr(F, name)
+        if name not in ours and not name.startswith("__"):
+            assert got is getattr(tF, name), name
+    assert set(dir(tF)) <= set(dir(F)) and ours <= set(dir(F))
+    with pytest.raises(AttributeError, match="torch_aclnn.nn.functional.*no_such_function"):
+        F.no_such_function
+    # a file that mixes both kinds
+    x = torch.randn(1, 2, 3, 4, 5)
+    w = torch.randn(2, 2, 1, 1, 1)
+    got = F.interpolate(F.relu(F.conv3d(x, w)), scale_factor=2)
+    torch.testing.assert_close(got, tF.interpolate(tF.relu(tF.conv3d(x, w)), scale_factor=2))
