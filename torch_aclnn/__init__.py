@@ -49,6 +49,7 @@ from . import _dropin  # noqa: E402
 _dropin.refresh_devices()
 
 from . import nn  # noqa: E402,F401
+from .nn import convert, unconvert  # noqa: E402
 from ._patch import (  # noqa: E402
     PatchStats,
     default_patch_level,
@@ -64,6 +65,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "check_index_errors",
+    "convert",
+    "unconvert",
     "set_sync_index_checks",
     "PatchStats",
     "default_patch_level",
