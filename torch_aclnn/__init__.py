@@ -5,8 +5,10 @@ Every operator is ``torch.ops.torch_aclnn.<name>``; the functions below are
 thin typed wrappers with F.interpolate / F.elu / ... style arguments.
 
 Drop-in use: ``torch_aclnn.nn.functional`` has torch.nn.functional's
-interpolate, elu, selu, celu, smooth_l1_loss, huber_loss and max_unpool3d
-with their exact signatures; ``torch_aclnn.nn`` the matching modules;
+interpolate, elu, selu, celu, smooth_l1_loss, huber_loss, max_unpool3d and
+max_pool3d with their exact signatures (every other name is torch's own);
+``torch_aclnn.nn`` the matching modules, swapped into a model by
+``torch_aclnn.convert`` (and back by ``unconvert``);
 ``torch_aclnn.patch()`` (or ``with torch_aclnn.patched():``) routes such
 calls of unmodified code (docs/patch.md: which, at each level). Each computes
 a call with torch_aclnn when it lies inside the operator's contract, and hands
