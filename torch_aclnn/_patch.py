@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
+import warnings
 from typing import Dict, Iterator, List, Optional
 
 import torch
@@ -268,7 +269,7 @@ def _aten_add(stats: Optional[PatchStats]) -> None:
     _switch_compiled()
 
 
-def _aten_remove(stats: Optional[PatchStats]) -> None:
+def _aten_remove(stats: Optional[PatchStats], stacklevel: int = 3) -> None:
     """Removes a user, switching the routes off after the last (every call
     goes to aten's own kernel again). Under _lock."""
     for i, user in enumerate(_aten_users):  # (by identity: PatchStats defines no ==)
@@ -278,7 +279,13 @@ def _aten_remove(stats: Optional[PatchStats]) -> None:
     if stats is not None:
         stats._aten_stop()
     if not _aten_users:
-        _C()._unroute_aten()
+        alive = _C()._unroute_aten()
+        if alive:
+            warnings.warn(
+                f"[torch_aclnn] the dispatcher-level routes are now off, and {alive} result(s) of routed calls still "
+                "hold the autograd graph recorded while they were on: its backward, run from now on, uses torch's "
+                "kernels (run loss.backward() before unpatch() / inside the patched() block; docs/patch.md)",
+                stacklevel=stacklevel)
     _switch_compiled()
 
 
@@ -367,7 +374,9 @@ def unpatch(level: Optional[str] = None) -> None:
 
     Raises RuntimeError, and undoes nothing, if a TorchFunctionMode entered
     after patch(level="function") is still active (leave that ``with`` block
-    first)."""
+    first). Switching the dispatcher level off warns (UserWarning) while
+    results of routed calls still hold an autograd graph recorded with the
+    routes on: its backward, run from then on, is torch's."""
     global _aten_patch
     levels = LEVELS if level is None else (_check_level(level),)
     tid = threading.get_ident()
@@ -427,7 +436,7 @@ def patched(stats: Optional[PatchStats] = None, level: Optional[str] = "function
             yield stats
         finally:
             with _lock:
-                _aten_remove(stats)
+                _aten_remove(stats, stacklevel=4)
         return
     with _new_mode(stats):
         yield stats
