@@ -27,6 +27,7 @@
 #include "dropin.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <c10/util/Exception.h>
@@ -43,6 +44,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 // SafeKernelFunction (aten's kernel for a dispatch key, callable after it is
 // overridden) arrived in torch 2.9.
@@ -238,6 +240,47 @@ bool handed_to_aten(const c10::Error& e, Args a, const Route& route) {
   return !(dynamic_cast<const c10::IndexError*>(&e) != nullptr && (on_cuda(a) || !route.aten_checks_indices));
 }
 
+// The results of routed calls that autograd records (grad mode on, an input
+// requiring grad), weakly: while one is alive, a graph recorded while the
+// routes were on may be too, and its backward, run after they are switched
+// off, runs aten's kernels (uninstall() says how many). Expired ones are
+// dropped as the list grows.
+std::mutex g_recorded_mutex;
+std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> g_recorded;
+size_t g_recorded_compact_at = 64;
+
+void remember_recorded(Args args, const torch::jit::Stack& results) {
+  if (!at::GradMode::is_enabled() ||
+      std::none_of(args.begin(), args.end(),
+                   [](const c10::IValue& v) { return v.isTensor() && v.toTensor().requires_grad(); })) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_recorded_mutex);
+  for (const c10::IValue& result : results) {
+    if (result.isTensor() && result.toTensor().is_floating_point()) {
+      g_recorded.emplace_back(result.toTensor().getIntrusivePtr());
+    }
+  }
+  if (g_recorded.size() >= g_recorded_compact_at) {
+    g_recorded.erase(std::remove_if(g_recorded.begin(), g_recorded.end(), [](const auto& w) { return w.expired(); }),
+                     g_recorded.end());
+    g_recorded_compact_at = std::max<size_t>(64, 2 * g_recorded.size());
+  }
+}
+
+// How many of those are alive, still attached to a graph; forgets them all.
+int64_t forget_recorded() {
+  std::lock_guard<std::mutex> lock(g_recorded_mutex);
+  int64_t alive = 0;
+  for (const auto& w : g_recorded) {
+    auto impl = w.lock();
+    if (impl && at::Tensor(std::move(impl)).grad_fn() != nullptr) ++alive;
+  }
+  g_recorded.clear();
+  g_recorded_compact_at = 64;
+  return alive;
+}
+
 #if TORCH_ACLNN_HAS_SAFE_KERNEL
 
 class RouteKernel final : public c10::OperatorKernel {
@@ -259,6 +302,7 @@ class RouteKernel final : public c10::OperatorKernel {
       if (ours(call, args)) {
         torch::jit::drop(*stack, n);
         if (route_.contiguous) call[0] = call[0].toTensor().contiguous();
+        remember_recorded(args, call);
         for (c10::IValue& result : call) stack->push_back(std::move(result));
         route_.routed.fetch_add(1, std::memory_order_relaxed);
         return;
@@ -400,11 +444,13 @@ PyObject* install(PyObject* /*self*/, PyObject* args) {
 }
 
 PyObject* uninstall(PyObject* /*self*/, PyObject* /*args*/) {
+  HANDLE_TH_ERRORS
   std::lock_guard<std::mutex> lock(g_mutex);
   for (Route& r : g_routes) {
     for (int b = 0; b < kBackends; ++b) r.on[b].store(false);
   }
-  Py_RETURN_NONE;
+  return PyLong_FromLongLong(forget_recorded());
+  END_HANDLE_TH_ERRORS
 }
 
 }  // namespace torch_aclnn::dropin

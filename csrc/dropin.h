@@ -21,7 +21,9 @@ PyObject* routes(PyObject* self, PyObject* args);
 PyObject* install(PyObject* self, PyObject* args);
 
 // torch_aclnn._C._unroute_aten(): switches every route off (each call goes
-// to aten's kernel; the registrations stay).
+// to aten's kernel; the registrations stay). Returns how many results of
+// routed calls that autograd recorded since the last call are still alive
+// with their grad_fn: a graph whose backward, run now, is aten's.
 PyObject* uninstall(PyObject* self, PyObject* args);
 
 // torch_aclnn._C._aten_route_counts(): per route, (calls routed, calls

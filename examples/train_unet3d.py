@@ -14,9 +14,12 @@ MaxUnpool3d, nearest and nearest-exact Upsample, and SmoothL1Loss.
 
 At step 0 the gradients are compared with the same model (same weights, same
 batch) computed by plain PyTorch, and the largest difference is printed. At
-the end, the median time of a training step is measured with torch_aclnn and
-with plain PyTorch (same weights, batches and compile setting, after warm-up
-steps) and both are printed. The loss curve is written as a PNG (needs
+the end, training steps are timed with torch_aclnn and with plain PyTorch
+(same weights, batches and compile setting, after warm-up steps) in
+interleaved rounds, one step of each per round in alternating order; the
+medians, their ratio and the spread of the per-round ratios (how noisy the
+machine is) are printed: a ratio inside that spread around 1.00 is no
+difference. The loss curve is written as a PNG (needs
 matplotlib; skipped with a note without it). Runs on CPU in well under two
 minutes with the defaults.
 """
@@ -94,23 +97,54 @@ def _level(patch: str) -> Optional[str]:
     return None if patch == "default" else patch
 
 
-def step_time(model: tnn.Module, loss_fn, batches, compile_backend=None, patch: Optional[str] = None,
-              warmup: int = 2) -> float:
-    """Median seconds of a training step (forward, backward, SGD update) over
-    ``batches`` after ``warmup`` steps (compilation happens there), under
-    torch_aclnn.patched(level=patch) unless ``patch`` is None ("default": no level given)."""
-    run = torch.compile(model, fullgraph=True, backend=compile_backend) if compile_backend else model
-    optim = torch.optim.SGD(model.parameters(), lr=1e-4)
-    times = []
-    with torch_aclnn.patched(level=_level(patch)) if patch else contextlib.nullcontext():
-        for i, (noisy, clean) in enumerate([batches[0]] * warmup + list(batches)):
+def step_times(sides, batches, warmup: int = 2) -> list:
+    """Seconds of each training step (forward, backward, SGD update) of each
+    side, timed in interleaved rounds: one step of every side per round, in
+    alternating order (so that a slow patch of the machine hits both), each
+    batch of ``batches`` a round, after ``warmup`` steps per side (compilation
+    happens there). A side is (model, loss_fn, compile backend or None,
+    patch level for torch_aclnn.patched() or None: no patch; "default": no
+    level given). Returns one list of times per side."""
+    runs = []
+    for model, loss_fn, backend, patch in sides:
+        run = torch.compile(model, fullgraph=True, backend=backend) if backend else model
+        optim = torch.optim.SGD(model.parameters(), lr=1e-4)
+
+        def context(patch=patch):
+            return torch_aclnn.patched(level=_level(patch)) if patch else contextlib.nullcontext()
+
+        runs.append((run, optim, loss_fn, context))
+
+    def step(side, batch) -> float:
+        run, optim, loss_fn, context = runs[side]
+        noisy, clean = batch
+        with context():
             t0 = time.perf_counter()
             optim.zero_grad(set_to_none=True)
             loss_fn(run(noisy), clean).backward()
             optim.step()
-            if i >= warmup:
-                times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+            return time.perf_counter() - t0
+
+    for side in range(len(runs)):
+        for _ in range(warmup):
+            step(side, batches[0])
+    times = [[] for _ in runs]
+    for i, batch in enumerate(batches):
+        order = range(len(runs)) if i % 2 == 0 else reversed(range(len(runs)))
+        for side in order:
+            times[side].append(step(side, batch))
+    return times
+
+
+def timing_line(ours: list, theirs: list) -> str:
+    """The medians, their ratio, and how much the per-round ratio varies."""
+    ratios = sorted(t / o for o, t in zip(ours, theirs))
+    n = len(ratios)
+    q1, _, q3 = statistics.quantiles(ratios, n=4) if n >= 2 else ratios * 3
+    mo, mt = statistics.median(ours), statistics.median(theirs)
+    return (f"step time (median of {n}): torch_aclnn {mo * 1e3:.1f} ms, plain PyTorch {mt * 1e3:.1f} ms "
+            f"({mt / mo:.2f}x; the ratio of each of the {n} interleaved rounds: {ratios[0]:.2f}-{ratios[-1]:.2f}, "
+            f"middle half {q1:.2f}-{q3:.2f}, the machine's noise)")
 
 
 def write_plot(losses, path: str, title: str) -> None:
@@ -152,8 +186,9 @@ def parse_args(argv=None, description=__doc__):
     p.add_argument("--plot", default="unet3d_loss.png", metavar="PNG",
                    help="where to write the loss curve (default unet3d_loss.png; '' for none)")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: torch's choice)")
-    p.add_argument("--timing-steps", type=int, default=5,
-                   help="steps timed with and without torch_aclnn at the end (default 5; 0 skips the timing)")
+    p.add_argument("--timing-steps", type=int, default=20,
+                   help="interleaved rounds of one step with and one without torch_aclnn, timed at the end "
+                        "(default 20; 0 skips the timing)")
     args = p.parse_args(argv)
     if args.size % 4:
         p.error(f"--size must be a multiple of 4 (two 2x poolings), got {args.size}")
@@ -209,10 +244,9 @@ def main(argv=None) -> int:
     if args.timing_steps > 0:
         batches = [make_batch(10_000 + i, args.batch, args.size, args.seed) for i in range(args.timing_steps)]
         backend = args.backend if args.compile else None
-        ours = step_time(copy.deepcopy(model), loss_fn, batches, backend, patch=args.patch)
-        theirs = step_time(copy.deepcopy(reference), tnn.SmoothL1Loss(beta=0.1), batches, backend)
-        print(f"step time (median of {args.timing_steps}): torch_aclnn {ours * 1e3:.1f} ms, "
-              f"plain PyTorch {theirs * 1e3:.1f} ms ({theirs / ours:.2f}x)")
+        ours, theirs = step_times([(copy.deepcopy(model), loss_fn, backend, args.patch),
+                                   (copy.deepcopy(reference), tnn.SmoothL1Loss(beta=0.1), backend, None)], batches)
+        print(timing_line(ours, theirs))
     if args.plot:
         write_plot(losses, args.plot, f"UNet3d on {how}")
     bad = not all(math.isfinite(v) for v in losses)

@@ -67,7 +67,9 @@ def test_one_op_tiny(tmp_path, capsys):
     lines = md.splitlines()
     assert any(line.startswith("| operator | case | dtype | form | aten ms | ours ms | ratio | spread") and
                "| floor ms | at floor |" in line for line in lines)
-    assert any(line.startswith("| operator | case | aten call | aten µs | ours µs | ours/aten") for line in lines)
+    assert any(line.startswith("| operator | case | aten call | aten µs | ours µs | ratio |") for line in lines)
+    ovh = [r for r in rows if r["kind"] == "overhead"]
+    assert any(f"| {r['ratio']:.2f} |" in line for r in ovh for line in lines if line.startswith(f"| {OP} |"))
     assert sum(line.startswith(f"| {OP} |") for line in lines) == len(rows)
     out = capsys.readouterr().out
     assert "### Throughput" in out and "json:" in out and "chart:" in out
@@ -263,3 +265,25 @@ def test_ncu_cases_script_runs():
     stdout = _run_script("ncu_cases.py", "--device", "cpu")
     rows = [line for line in stdout.splitlines() if line.startswith("profiled: ")]
     assert len(rows) == 2 * 10 and rows[0].endswith("/ torch_aclnn") and rows[1].endswith("/ aten"), stdout
+
+
+def test_overhead_rows_share_the_ratio_direction():
+    """A 1-element row that is 2.38x faster than aten but misses a 0.35 (ours/aten) target:
+    table, target and chart all speak of the ratio aten/ours, so the red bar stops short of
+    its target (>= 2.86x)."""
+    row = {"kind": "overhead", "target": {"ratio": None, "pct_of_reference": None, "overhead": 0.35},
+           "ratio": 2.38, "overhead": 1 / 2.38}
+    row["met"] = bench._met(row)
+    assert row["met"] is False
+    assert bench._target_cell(row) == ">= 2.86x"
+    assert bench._ratio_target(row) == pytest.approx(1 / 0.35) and bench._ratio_target(row) > row["ratio"]
+    throughput = _row(3.5, 90.0, 4.0, 95.0)
+    assert bench._ratio_target(throughput) == 3.0 and throughput["met"]
+
+
+def test_default_output_is_the_current_directory(tmp_path, monkeypatch, capsys):
+    """Without --out, the files go to the current directory, not the source tree."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--tiny", "--op", "elu", "--kind", "overhead"]) == 0
+    assert len(list(tmp_path.glob("*-tiny.json"))) == 1 and len(list(tmp_path.glob("*-tiny.md"))) == 1
+    assert f"json: {tmp_path}" in capsys.readouterr().out

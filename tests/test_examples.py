@@ -53,7 +53,8 @@ def test_train_unet3d_modules(tmp_path):
     out = _run(["examples/train_unet3d.py", *TINY, "--plot", str(png)])
     assert _grad_diff(out) <= 1e-6
     assert "torch_aclnn.nn modules" in out
-    assert re.search(r"step time \(median of 2\): torch_aclnn [0-9.]+ ms, plain PyTorch [0-9.]+ ms", out), out
+    assert re.search(r"step time \(median of 2\): torch_aclnn [0-9.]+ ms, plain PyTorch [0-9.]+ ms \([0-9.]+x; "
+                     r"the ratio of each of the 2 interleaved rounds: [0-9.]+-[0-9.]+, middle half", out), out
     if importlib.util.find_spec("matplotlib") is not None:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     else:

@@ -277,3 +277,72 @@ def test_convert():
     torch.testing.assert_close(converted(x), want)
     assert converted.state_dict().keys() == sd.keys()
     assert type(tann.convert(tnn.SELU())) is tann.SELU
+
+
+def test_functional_is_a_one_line_swap():
+    """Every name of torch.nn.functional resolves on torch_aclnn.nn.functional:
+    the covered functions are torch_aclnn's, every other one is torch's object."""
+    import torch.nn.functional as tF
+    import torch_aclnn.nn.functional as F
+
+    ours = set(F.__all__)
+    for name in dir(tF):
+        got = getattr(F, name)
+        if name not in ours and not name.startswith("__"):
+            assert got is getattr(tF, name), name
+    assert set(dir(tF)) <= set(dir(F)) and ours <= set(dir(F))
+    with pytest.raises(AttributeError, match="torch_aclnn.nn.functional.*no_such_function"):
+        F.no_such_function
+    # a file that mixes both kinds
+    x = torch.randn(1, 2, 3, 4, 5)
+    w = torch.randn(2, 2, 1, 1, 1)
+    got = F.interpolate(F.relu(F.conv3d(x, w)), scale_factor=2)
+    torch.testing.assert_close(got, tF.interpolate(tF.relu(tF.conv3d(x, w)), scale_factor=2))
+
+
+# Loads a pickled model in a Python where torch_aclnn cannot be imported.
+_LOAD_WITHOUT_TORCH_ACLNN = """
+import sys
+sys.modules["torch_aclnn"] = None  # (any import of torch_aclnn raises ImportError)
+import torch
+model = torch.load(sys.argv[1], weights_only=False)
+assert not any(type(m).__module__.startswith("torch_aclnn") for m in model.modules())
+x = torch.load(sys.argv[2])
+torch.save(model(x), sys.argv[3])
+"""
+
+
+def test_convert_top_level_and_unconvert_pickles_without_torch_aclnn(tmp_path):
+    import subprocess
+    import sys
+
+    import torch_aclnn
+
+    assert torch_aclnn.convert is tann.convert and torch_aclnn.unconvert is tann.unconvert
+    torch.manual_seed(0)
+    elu = tnn.ELU(0.5)
+    model = tnn.Sequential(tnn.Upsample(scale_factor=2), elu, tnn.MaxPool3d(2, return_indices=False), elu,
+                           tnn.SELU(), tnn.Upsample(scale_factor=2, mode="trilinear"))
+    x = torch.randn(1, 2, 2, 3, 4)
+    want = model(x)
+    converted = torch_aclnn.convert(model)
+    assert type(converted[1]) is tann.ELU and converted[1] is converted[3]
+    torch.save(converted, tmp_path / "converted.pt")
+    back = torch_aclnn.unconvert(converted)
+    assert back is converted  # (in place; the root is a Sequential)
+    assert [type(m) for m in back] == [tnn.Upsample, tnn.ELU, tnn.MaxPool3d, tnn.ELU, tnn.SELU, tnn.Upsample]
+    assert back[1] is back[3] and back[1].alpha == 0.5
+    assert type(torch_aclnn.unconvert(tann.CELU(2.0))) is tnn.CELU
+    torch.save(back, tmp_path / "model.pt")
+    torch.save(x, tmp_path / "x.pt")
+
+    def load(name):
+        return subprocess.run([sys.executable, "-c", _LOAD_WITHOUT_TORCH_ACLNN, str(tmp_path / name),
+                               str(tmp_path / "x.pt"), str(tmp_path / "y.pt")], capture_output=True, text=True,
+                              timeout=300)
+
+    run = load("model.pt")
+    assert run.returncode == 0, run.stderr
+    torch.testing.assert_close(torch.load(tmp_path / "y.pt"), want)
+    run = load("converted.pt")  # the converted model needs torch_aclnn
+    assert run.returncode != 0 and "torch_aclnn" in run.stderr

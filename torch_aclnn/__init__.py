@@ -5,8 +5,10 @@ Every operator is ``torch.ops.torch_aclnn.<name>``; the functions below are
 thin typed wrappers with F.interpolate / F.elu / ... style arguments.
 
 Drop-in use: ``torch_aclnn.nn.functional`` has torch.nn.functional's
-interpolate, elu, selu, celu, smooth_l1_loss, huber_loss and max_unpool3d
-with their exact signatures; ``torch_aclnn.nn`` the matching modules;
+interpolate, elu, selu, celu, smooth_l1_loss, huber_loss, max_unpool3d and
+max_pool3d with their exact signatures (every other name is torch's own);
+``torch_aclnn.nn`` the matching modules, swapped into a model by
+``torch_aclnn.convert`` (and back by ``unconvert``);
 ``torch_aclnn.patch()`` (or ``with torch_aclnn.patched():``) routes such
 calls of unmodified code (docs/patch.md: which, at each level). Each computes
 a call with torch_aclnn when it lies inside the operator's contract, and hands
@@ -49,6 +51,7 @@ from . import _dropin  # noqa: E402
 _dropin.refresh_devices()
 
 from . import nn  # noqa: E402,F401
+from .nn import convert, unconvert  # noqa: E402
 from ._patch import (  # noqa: E402
     PatchStats,
     default_patch_level,
@@ -64,6 +67,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "check_index_errors",
+    "convert",
+    "unconvert",
     "set_sync_index_checks",
     "PatchStats",
     "default_patch_level",

@@ -10,8 +10,10 @@ the aten operators that those functions and their autograd formulas call
 csrc/dropin.cpp) by a C++ kernel that applies the rule and calls aten's own
 kernel for calls outside the contract. Every other torch call pays nothing,
 and the routed ones no Python, so a step bound by the host keeps torch's
-speed. It is process-wide (every thread), reaches only what runs through
-aten's kernels (inductor's own code for these operators does not), and leaves
+speed. It is process-wide (every thread), reaches what runs through aten's
+kernels and, in code compiled while it is on, the torch.nn.functional calls
+(traced through the same decision as the function level:
+_compiled_routes.py), and leaves
 aten's autograd formulas in place, so a call is routed if the routes are on
 when it runs: a backward run after ``unpatch()`` is aten's. A replacement
 stays registered once made: switched off, it hands every call to aten's kernel.
@@ -41,12 +43,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
+import warnings
 from typing import Dict, Iterator, List, Optional
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _dropin
+from . import _compiled_routes, _dropin
 from .ops._common import compiling
 from ._torch_api import entered, exited, function_mode_stack
 
@@ -69,6 +72,7 @@ ROUTED_OPERATORS = tuple(f"aten::{aten}" for aten, _ in _ROUTES)
 LEVELS = ("function", "dispatcher")
 
 _NAMES = ROUTED_FUNCTIONS
+assert _NAMES == _compiled_routes.NAMES
 _INDEX = {name: i for i, name in enumerate(_NAMES)}
 
 
@@ -105,18 +109,24 @@ class PatchStats:
         self._aten = [[0] * len(_ROUTES), [0] * len(_ROUTES)]
         self._aten_base: Optional[tuple] = None
         self._aten_users = 0
+        # the same for the calls of code compiled while the routes are on, per function
+        # name (_compiled_routes.COUNTS; its value when this object started counting)
+        self._routes_compiled = torch.zeros(2, len(_NAMES), dtype=torch.int64, device="cpu")
+        self._routes_compiled_base: Optional[torch.Tensor] = None
 
     # (the aten counts are read and changed under _lock: a block may end in another thread)
     def _aten_start(self) -> None:
         self._aten_users += 1
         if self._aten_users == 1:
             self._aten_base = _C()._aten_route_counts()
+            self._routes_compiled_base = _compiled_routes.COUNTS.clone()
 
     def _aten_stop(self) -> None:
         self._aten_users -= 1
         if self._aten_users == 0:
             self._aten = self._aten_counts()
-            self._aten_base = None
+            self._routes_compiled = self._routes_compiled_counts()
+            self._aten_base = self._routes_compiled_base = None
 
     def _aten_counts(self) -> list:
         with _lock:
@@ -125,6 +135,12 @@ class PatchStats:
             now = _C()._aten_route_counts()
             return [[self._aten[row][i] + now[i][row] - self._aten_base[i][row] for i in range(len(_ROUTES))]
                     for row in (0, 1)]
+
+    def _routes_compiled_counts(self) -> torch.Tensor:
+        with _lock:
+            if self._routes_compiled_base is None:
+                return self._routes_compiled
+            return self._routes_compiled + _compiled_routes.COUNTS - self._routes_compiled_base
 
     def _add_reason(self, name: str, reason: str) -> None:
         key = (name, reason)
@@ -140,7 +156,8 @@ class PatchStats:
             self._eager[row][i] += 1
 
     def _count(self, row: int) -> Dict[str, int]:
-        counts = [a + b for a, b in zip(self._eager[row], self._compiled[row].tolist())]
+        compiled = (self._compiled[row] + self._routes_compiled_counts()[row]).tolist()
+        counts = [a + b for a, b in zip(self._eager[row], compiled)]
         counts += self._aten_counts()[row]
         return {n: c for n, c in zip(_NAMES + ROUTED_OPERATORS, counts) if c}
 
@@ -162,8 +179,10 @@ class PatchStats:
         self.reasons.clear()
         with _lock:
             self._aten = [[0] * len(_ROUTES), [0] * len(_ROUTES)]
+            self._routes_compiled = torch.zeros_like(self._routes_compiled)
             if self._aten_base is not None:
                 self._aten_base = _C()._aten_route_counts()
+                self._routes_compiled_base = _compiled_routes.COUNTS.clone()
 
     def as_dict(self) -> dict:
         return {"routed": self.routed, "passed": self.passed,
@@ -247,9 +266,10 @@ def _aten_add(stats: Optional[PatchStats]) -> None:
     if stats is not None:
         stats._aten_start()
     _aten_users.append(stats)
+    _switch_compiled()
 
 
-def _aten_remove(stats: Optional[PatchStats]) -> None:
+def _aten_remove(stats: Optional[PatchStats], stacklevel: int = 3) -> None:
     """Removes a user, switching the routes off after the last (every call
     goes to aten's own kernel again). Under _lock."""
     for i, user in enumerate(_aten_users):  # (by identity: PatchStats defines no ==)
@@ -259,7 +279,20 @@ def _aten_remove(stats: Optional[PatchStats]) -> None:
     if stats is not None:
         stats._aten_stop()
     if not _aten_users:
-        _C()._unroute_aten()
+        alive = _C()._unroute_aten()
+        if alive:
+            warnings.warn(
+                f"[torch_aclnn] the dispatcher-level routes are now off, and {alive} result(s) of routed calls still "
+                "hold the autograd graph recorded while they were on: its backward, run from now on, uses torch's "
+                "kernels (run loss.backward() before unpatch() / inside the patched() block; docs/patch.md)",
+                stacklevel=stacklevel)
+    _switch_compiled()
+
+
+def _switch_compiled() -> None:
+    """Code compiled from now on routes as the routes are now (_compiled_routes),
+    counting into patch_stats() where patch(level="dispatcher") counts. Under _lock."""
+    _compiled_routes.switch(bool(_aten_users), any(u is not None for u in _aten_users))
 
 
 def default_patch_level() -> str:
@@ -341,7 +374,9 @@ def unpatch(level: Optional[str] = None) -> None:
 
     Raises RuntimeError, and undoes nothing, if a TorchFunctionMode entered
     after patch(level="function") is still active (leave that ``with`` block
-    first)."""
+    first). Switching the dispatcher level off warns (UserWarning) while
+    results of routed calls still hold an autograd graph recorded with the
+    routes on: its backward, run from then on, is torch's."""
     global _aten_patch
     levels = LEVELS if level is None else (_check_level(level),)
     tid = threading.get_ident()
@@ -401,7 +436,7 @@ def patched(stats: Optional[PatchStats] = None, level: Optional[str] = "function
             yield stats
         finally:
             with _lock:
-                _aten_remove(stats)
+                _aten_remove(stats, stacklevel=4)
         return
     with _new_mode(stats):
         yield stats

@@ -15,12 +15,13 @@ written once by fill_) or, where the case names one (Setup.compute), its
 compute, whichever is slower — and the ratio and % of the reference a kernel
 running at the floor would score; a missed target that asks for more than
 that is marked "beyond floor".
-1-element calls measure per-call overhead (reported as our time / aten time);
+1-element calls measure per-call overhead (reported, like every row, as the
+ratio aten time / our time; their targets are kept as our time / aten time);
 there a round's time is the fastest of short blocks of calls, ours and aten
 alternating block by block (_fastest_blocks), as noise only adds time.
 
-Output: a markdown table (printed, and written to
-benchmarks/results/<host>-<date>.md), the same data as JSON, and a PNG bar
+Output: a markdown table (printed, and written to <host>-<date>.md in the
+current directory or --out DIR), the same data as JSON, and a PNG bar
 chart of the ratios (needs matplotlib). Operators without a kernel for the
 device in this build are skipped with a note. On CUDA the tensors live on the
 current GPU and every timed block ends with a synchronize (torch.utils.benchmark
@@ -383,14 +384,22 @@ def run(cases: list, size: str = "full", rounds: Optional[int] = None, min_run_t
 
 def _target_cell(row: dict) -> str:
     t = row["target"]
-    if row["kind"] == "overhead":
-        return f"<= {t['overhead']:g}x" if t["overhead"] is not None else ""
+    if row["kind"] == "overhead":  # (kept as ours/aten <= t; shown as the ratio aten/ours >= 1/t)
+        return f">= {1 / t['overhead']:.2f}x" if t["overhead"] is not None else ""
     parts = []
     if t["ratio"] is not None:
         parts.append(f">= {t['ratio']:g}x")
     if t["pct_of_reference"] is not None:
         parts.append(f">= {t['pct_of_reference']:g}%")
     return ", ".join(parts)
+
+
+def _ratio_target(row: dict) -> Optional[float]:
+    """The least ratio (aten time / torch_aclnn time) the row's target asks for, where it asks for one."""
+    t = row["target"]
+    if row["kind"] == "overhead":
+        return None if t["overhead"] is None else 1 / t["overhead"]
+    return t["ratio"]
 
 
 def _met_cell(row: dict) -> str:
@@ -458,12 +467,12 @@ def markdown(report: dict) -> str:
                        f"| {r['mix']} | {ref} | {pct} | {_floor_cell(r)} | {_target_cell(r)} | {_met_cell(r)} |")
     ovh = [r for r in rows if r["kind"] == "overhead" and r["status"] == "ok"]
     if ovh:
-        out += ["\n### Per-call overhead (1-element tensors; ours/aten = torch_aclnn time / aten time)\n",
-                "| operator | case | aten call | aten µs | ours µs | ours/aten | spread | target | met |",
+        out += ["\n### Per-call overhead (1-element tensors; ratio = aten time / torch_aclnn time, as above)\n",
+                "| operator | case | aten call | aten µs | ours µs | ratio | spread | target | met |",
                 "|---|---|---|--:|--:|--:|--:|---|---|"]
         for r in ovh:
             out.append(f"| {r['op']} | {r['case']} | {r['aten']} | {r['aten_s'] * 1e6:.1f} | {r['ours_s'] * 1e6:.1f} "
-                       f"| {r['overhead']:.2f} | {r['spread_pct']:.0f}% | {_target_cell(r)} | {_met_cell(r)} |")
+                       f"| {r['ratio']:.2f} | {r['spread_pct']:.0f}% | {_target_cell(r)} | {_met_cell(r)} |")
     judged = [r for r in rows if r["status"] == "ok" and r.get("met") is not None]
     missed = [r for r in judged if not r["met"]]
     slower = [r for r in rows if r["status"] == "ok" and r["ratio"] < 1.0]
@@ -492,7 +501,9 @@ def markdown(report: dict) -> str:
 
 
 def chart(report: dict, path: Path) -> Optional[str]:
-    """A PNG bar chart of aten/ours per case; returns a note instead when it cannot."""
+    """A PNG bar chart of the ratio aten time / torch_aclnn time per case (the
+    tables' direction), each bar's target as a tick in the same direction;
+    returns a note instead when it cannot."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -515,9 +526,13 @@ def chart(report: dict, path: Path) -> Optional[str]:
     ax.axvline(1.0, color="black", linewidth=0.8)
     for i, v in zip(y, values):
         ax.text(v, i, f" {v:.2f}", va="center", fontsize=6)
+    targets = [(i, _ratio_target(r)) for i, r in zip(y, rows)]
+    targets = [(i, t) for i, t in targets if t is not None]
+    if targets:
+        ax.scatter([t for _, t in targets], [i for i, _ in targets], marker="|", s=60, color="black", zorder=3)
     m = report["meta"]
-    ax.set_xlabel("aten time / torch_aclnn time (log scale; > 1: torch_aclnn faster; green: target met, "
-                  "red: missed)")
+    ax.set_xlabel("ratio = aten time / torch_aclnn time (log scale; > 1: torch_aclnn faster; |: the target ratio; "
+                  "green: target met, red: missed)")
     ax.set_title(f"torch_aclnn vs aten — {m['host']} {m['time']} ({m['size']}, {m['threads']} threads)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -526,8 +541,8 @@ def chart(report: dict, path: Path) -> Optional[str]:
 
 
 def _default_out_dir() -> Path:
-    repo = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
-    return repo if repo.parent.is_dir() else Path.cwd() / "benchmark-results"
+    """Where the files go without --out: the current directory (never the source tree)."""
+    return Path.cwd()
 
 
 def write(report: dict, out_dir: Path) -> dict:
@@ -561,7 +576,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", choices=("throughput", "overhead"),
                    help="only the large-tensor cases, or only the 1-element (per-call cost) cases")
     p.add_argument("--out", metavar="DIR", type=Path,
-                   help="where the .md/.json/.png go (default: benchmarks/results of the source tree)")
+                   help="where the .md/.json/.png go (default: the current directory)")
     p.add_argument("--rounds", type=int, help="interleaved rounds per case (default: 5, quick 3)")
     p.add_argument("--min-run-time", type=float, help="blocked_autorange min_run_time per timer and round")
     p.add_argument("--threads", type=int, help="torch threads (default: torch.get_num_threads())")

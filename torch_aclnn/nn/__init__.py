@@ -23,7 +23,8 @@ buffers, so a state_dict saved from either loads into the other, strictly),
 overwritten with the result and returned, and the backward is computed from
 the saved *result* (aclnnEluBackward with ``is_result=True``).
 
-:func:`convert` swaps these modules into an existing model;
+:func:`convert` swaps these modules into an existing model (and
+:func:`unconvert` back);
 :func:`torch_aclnn.patch` instead routes the functional calls that unmodified
 code makes.
 
@@ -46,7 +47,7 @@ from torch import Tensor
 from . import functional
 
 __all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "convert",
-           "functional"]
+           "unconvert", "functional"]
 
 _log = logging.getLogger("torch_aclnn")
 
@@ -172,35 +173,25 @@ def _why_kept(m: torch.nn.Module):
     return None
 
 
-def convert(module: torch.nn.Module) -> torch.nn.Module:
-    """Replace, in place, every torch.nn module of ``module`` (or ``module``
-    itself) that torch_aclnn.nn covers with its torch_aclnn.nn twin; returns
-    the (possibly new) root.
-
-    Swapped: Upsample, ELU, SELU, CELU, SmoothL1Loss, HuberLoss,
-    MaxUnpool3d and MaxPool3d, matched by exact type. Each call of a swapped module is
-    still computed by torch when it lies outside torch_aclnn's contract (a
-    4-D Upsample input, say), so converting never breaks a model. Left alone:
-    subclasses of those classes (their forward may be their own) and
-    Upsamples whose mode torch_aclnn never computes ('trilinear', ...).
-    What was swapped and left alone is logged at INFO on the "torch_aclnn"
-    logger."""
+def _swap(module: torch.nn.Module, twin_type, what: str) -> torch.nn.Module:
+    """Replaces, in place, every module ``m`` of ``module`` (and ``module``
+    itself) for which ``twin_type(m)`` gives a class by an object of that class
+    with ``m``'s attributes; ``twin_type`` gives None to leave ``m`` alone, or
+    a string: why it is left alone though covered. Returns the (possibly new) root."""
     swapped, kept = collections.Counter(), []
-    twins = {}  # id(torch module) -> its replacement: a module used in several places stays one module
+    twins = {}  # id(old module) -> its replacement: a module used in several places stays one module
 
     def twin(name: str, m: torch.nn.Module) -> torch.nn.Module:
         if id(m) in twins:
             return twins[id(m)]
         new = m
-        if isinstance(m, tuple(_REPLACEMENTS)) and not isinstance(m, _Module):
-            why = _why_kept(m)
-            if why is not None:
-                kept.append(f"{name or '(root)'!r} ({why})")
-            else:
-                cls = _REPLACEMENTS[type(m)]
-                new = cls.__new__(cls)
-                new.__dict__.update(m.__dict__)
-                swapped[cls.__name__] += 1
+        cls = twin_type(m)
+        if isinstance(cls, str):
+            kept.append(f"{name or '(root)'!r} ({cls})")
+        elif cls is not None:
+            new = cls.__new__(cls)
+            new.__dict__.update(m.__dict__)
+            swapped[cls.__name__] += 1
         twins[id(m)] = new
         return new
 
@@ -216,6 +207,43 @@ def convert(module: torch.nn.Module) -> torch.nn.Module:
     root = twin("", module)
     if _log.isEnabledFor(logging.INFO):
         done = ", ".join(f"{n} {k}" for k, n in sorted(swapped.items())) or "none"
-        _log.info("torch_aclnn.nn.convert: swapped %d module(s): %s; left alone %d: %s", sum(swapped.values()),
+        _log.info("torch_aclnn.nn.%s: swapped %d module(s): %s; left alone %d: %s", what, sum(swapped.values()),
                   done, len(kept), "; ".join(kept) or "none")
     return root
+
+
+def convert(module: torch.nn.Module) -> torch.nn.Module:
+    """Replace, in place, every torch.nn module of ``module`` (or ``module``
+    itself) that torch_aclnn.nn covers with its torch_aclnn.nn twin; returns
+    the (possibly new) root. Also ``torch_aclnn.convert``; undone by
+    :func:`unconvert`.
+
+    Swapped: the torch.nn classes of ``_REPLACEMENTS`` (Upsample, ELU, SELU,
+    CELU, SmoothL1Loss, HuberLoss, MaxUnpool3d, MaxPool3d, ...), matched by
+    exact type. Each call of a swapped module is
+    still computed by torch when it lies outside torch_aclnn's contract (a
+    4-D Upsample input, say), so converting never breaks a model. Left alone:
+    subclasses of those classes (their forward may be their own) and
+    Upsamples whose mode torch_aclnn never computes ('trilinear', ...).
+    What was swapped and left alone is logged at INFO on the "torch_aclnn"
+    logger."""
+
+    def twin_type(m: torch.nn.Module):
+        if isinstance(m, tuple(_REPLACEMENTS)) and not isinstance(m, _Module):
+            return _why_kept(m) or _REPLACEMENTS[type(m)]
+        return None
+
+    return _swap(module, twin_type, "convert")
+
+
+def unconvert(module: torch.nn.Module) -> torch.nn.Module:
+    """Undo :func:`convert`: replace, in place, every torch_aclnn.nn module of
+    ``module`` (or ``module`` itself) by the torch.nn module it stands for,
+    with the same attributes; returns the (possibly new) root. Also
+    ``torch_aclnn.unconvert``.
+
+    The result holds no torch_aclnn class, so it pickles (``torch.save(model)``)
+    into a file that loads where torch_aclnn is not installed. Subclasses of
+    torch_aclnn.nn's modules are left alone. Logged at INFO as convert() is."""
+    torch_type = {ours: theirs for theirs, ours in _REPLACEMENTS.items()}
+    return _swap(module, lambda m: torch_type.get(type(m)), "unconvert")

@@ -14,6 +14,11 @@ routes and what passes through: docs/patch.md.
     huber_loss      as smooth_l1_loss, delta > 0, no weight
     max_unpool3d    4-D or 5-D floating input, int64 indices
     max_pool3d      4-D or 5-D floating input (return_indices or not)
+
+Every other name of torch.nn.functional (``F.conv3d``, ``F.relu``, ...) is
+torch's own object, looked up there when it is used (``__getattr__``), and
+``dir()`` lists them all, so a file that uses both kinds keeps working after
+the swap. ``__all__`` lists the functions above.
 """
 from __future__ import annotations
 
@@ -76,3 +81,15 @@ def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     the values, or (values, indices) with ``return_indices``. The gradient is
     deterministic on every device."""
     return call(_F.max_pool3d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def __getattr__(name: str):
+    """Any other name of torch.nn.functional: torch's own (the one-line swap)."""
+    try:
+        return getattr(_F, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(dir(_F)))
