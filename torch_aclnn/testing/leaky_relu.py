@@ -7,7 +7,7 @@ the formulas are aten's ``x * (x > 0 ? 1 : negative_slope)`` /
 half/bfloat16), which aten's scalar loop equals bit for bit. The one
 exception is the bit pattern of a NaN result in float16/bfloat16 where
 aten runs its scalar loop (the tail of a run, strided inputs): both are NaN.
-So every sample without a NaN result is marked exact_vs_aten.
+So every sample is marked exact_vs_aten (none has a NaN result).
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ _BACKWARD_CASES = [
     ((2, 3, 4, 4, 3), "channels_last_3d", "nnunet", True),
     ((2, 3, 4, 4, 3), "channels_last_3d", "steep", False),
     ((2, 0, 3), "permuted", "default", True),
-    ((2, 1, 2, 1, 2, 1, 2, 4), "contiguous", "zero", True),
+    ((2, 1, 2, 1, 2, 1, 2, 4), "contiguous", "zero", False),
     ((33, 5), "sliced", "int", False),
     ((517,), "contiguous", "one", True),
 ]
@@ -95,7 +95,7 @@ EDGE_VALUES = [0.0, -0.0, 1e-30, -1e-30, 1.0, -1.0, 30.0, -30.0, 1e30, -1e30, fl
 def _away_from_zero(x):
     """make_tensor's values pushed off 0 by at least 0.05 (the kink), so
     gradcheck's finite differences do not straddle it."""
-    return torch.where(x.abs() < 0.05, x.sign() * 0.05 + (x == 0) * 0.05, x)
+    return torch.where(x.abs() < 0.05, torch.where(x < 0, -0.05, 0.05), x).to(x.dtype)
 
 
 def forward_samples(device, dtype, requires_grad):
@@ -105,9 +105,9 @@ def forward_samples(device, dtype, requires_grad):
                           exact_vs_aten=True)
     if not requires_grad:
         x = torch.tensor(EDGE_VALUES, dtype=dtype, device=device)
-        for slope in (0.01, -0.3, float("inf")):
-            # An infinite slope makes NaN of inf * 0 at x == 0 (NaN compares unequal in torch.equal).
-            yield SampleInput((x, slope), desc=f"edge values slope={slope}", exact_vs_aten=slope != float("inf"))
+        # (Non-finite slopes make NaN of inf * 0 at x == 0: tests/test_leaky_relu.py.)
+        for slope in (0.01, -0.3):
+            yield SampleInput((x, slope), desc=f"edge values slope={slope}", exact_vs_aten=True)
 
 
 def backward_samples(device, dtype, requires_grad):
