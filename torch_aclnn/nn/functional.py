@@ -14,6 +14,8 @@ routes and what passes through: docs/patch.md.
     huber_loss      as smooth_l1_loss, delta > 0, no weight
     max_unpool3d    4-D or 5-D floating input, int64 indices
     max_pool3d      4-D or 5-D floating input (return_indices or not)
+    leaky_relu, leaky_relu_
+                    any floating input of at most 8 dims; inplace=True too
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from torch import Tensor
 
 from .._dropin import call
 
-__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d"]
+__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
+           "leaky_relu", "leaky_relu_"]
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
@@ -76,3 +79,13 @@ def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     the values, or (values, indices) with ``return_indices``. The gradient is
     deterministic on every device."""
     return call(_F.max_pool3d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``torch.nn.functional.leaky_relu`` on torch_aclnn's leaky_relu / leaky_relu_backward."""
+    return call(_F.leaky_relu, input, negative_slope, inplace)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """``torch.nn.functional.leaky_relu_``: leaky_relu with ``inplace=True``."""
+    return call(_F.leaky_relu_, input, negative_slope)
