@@ -23,7 +23,8 @@ from torch_aclnn.ops import _common
 from torch_aclnn.testing import node_name
 import torch_aclnn.nn.functional as TF
 
-NAMES = ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d")
+NAMES = ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
+         "leaky_relu")
 OPINFOS = [o for o in op_db if o.name in {f"nn.functional.{n}" for n in NAMES}]
 DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
 DISPATCHER = bool(torch_aclnn._patch.ROUTED_OPERATORS)  # (torch >= 2.9: patch(level="dispatcher") exists)
