@@ -250,6 +250,31 @@ def _step(model, x):
     return y.detach(), grads
 
 
+@pytest.mark.parametrize("fn", [lambda t: F.leaky_relu(t, 0.01, inplace=True), lambda t: F.leaky_relu_(t, 0.3),
+                                lambda t: F.leaky_relu_(t[1:], 0.3)], ids=["inplace=True", "leaky_relu_", "a view"])
+def test_inplace_routed_by_patch(fn):
+    x = torch.randn(4, 5, dtype=torch.float64)
+    runs = []
+    for patch in (True, False):
+        h = x.clone().requires_grad_()
+        t = h * 2
+        if patch:
+            with ta.patched() as stats:
+                fn(t)
+            assert stats.total_routed() == 1 and not stats.passed, stats
+        else:
+            fn(t)
+        (d,) = torch.autograd.grad(t, h, torch.ones_like(t))
+        runs.append((t.detach(), d, t._version))
+    assert torch.equal(runs[0][0], runs[1][0]) and torch.equal(runs[0][1], runs[1][1])
+    assert runs[0][2] == runs[1][2]
+    leaf = torch.randn(3, requires_grad=True)  # torch's rule and error: a leaf
+    with ta.patched() as stats:
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            F.leaky_relu_(leaf)
+    assert stats.passed == {"leaky_relu_": 1}
+
+
 def test_nnunet_block_under_patch_matches_torch():
     model = _block()
     x = torch.randn(2, 2, 6, 5, 7)
