@@ -307,3 +307,12 @@ def test_nnunet_block_deterministic_repeats():
         torch.use_deterministic_algorithms(old)
     for a, b in zip([first[0], *first[1]], [second[0], *second[1]], strict=True):
         assert torch.equal(a, b)
+
+
+def test_export_keeps_the_operators():
+    model = torch.nn.Sequential(torch.nn.Conv3d(2, 2, 3, padding=1), ta.nn.LeakyReLU(0.01))
+    x = torch.randn(1, 2, 3, 4, 5)
+    ep = torch.export.export(model, (x,))
+    targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+    assert "torch_aclnn.leaky_relu.default" in targets, targets
+    assert torch.equal(ep.module()(x), model(x))
