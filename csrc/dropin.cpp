@@ -103,6 +103,20 @@ bool elu_backward_rule(Args a) {
   return g.strides() == x.strides() && g.is_non_overlapping_and_dense();
 }
 
+// leaky_relu(self, negative_slope)
+bool leaky_relu_rule(Args a) { return floating(a[0]) && fit_float32(a[0].toTensor(), a, {1}); }
+
+// leaky_relu_backward(grad_output, self, negative_slope, self_is_result): as
+// elu_backward's rule: one dense layout for grad_output and self; with
+// self_is_result, negative_slope >= 0 (aten raises for a NaN slope too).
+bool leaky_relu_backward_rule(Args a) {
+  if (!floating(a[0]) || !floating(a[1]) || !fit_float32(a[1].toTensor(), a, {2})) return false;
+  if (a[3].isBool() && a[3].toBool() && !(a[2].toScalar().toDouble() >= 0)) return false;
+  const at::Tensor& g = a[0].toTensor();
+  const at::Tensor& x = a[1].toTensor();
+  return g.strides() == x.strides() && g.is_non_overlapping_and_dense();
+}
+
 // The scales at a[first..first+2]: none given, or all three given and > 0
 // (the contract reads them as a set and ignores all three unless each is
 // > 0; aten takes each axis's alone, and the sizes where one is missing or
@@ -221,6 +235,8 @@ Route g_routes[] = {
     {"max_pool3d_with_indices", "max_pool3d_with_indices", max_pool_rule},
     {"max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward", max_pool_backward_rule,
      max_pool_backward_order, false, /*aten_checks_indices=*/false},
+    {"leaky_relu", "leaky_relu", leaky_relu_rule},
+    {"leaky_relu_backward", "leaky_relu_backward", leaky_relu_backward_rule},
 };
 
 bool on_cuda(Args a) {

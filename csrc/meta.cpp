@@ -6,6 +6,7 @@
 // checked by the real kernels only.
 #include "common/entry.h"
 #include "contracts/elu.h"
+#include "contracts/leaky_relu.h"
 #include "contracts/max_pool.h"
 #include "contracts/max_unpool.h"
 #include "contracts/smooth_l1.h"
@@ -30,6 +31,8 @@ TORCH_LIBRARY_IMPL(torch_aclnn, Meta, m) {
   entry::impl<entry::Meta, max_unpool::check_backward>(m, "max_unpool3d_backward");
   entry::impl<entry::Meta, max_pool::check_forward>(m, "max_pool3d_with_indices");
   entry::impl<entry::Meta, max_pool::check_backward>(m, "max_pool3d_with_indices_backward");
+  entry::impl<entry::Meta, leaky_relu::check_forward>(m, "leaky_relu");
+  entry::impl<entry::Meta, leaky_relu::check_backward>(m, "leaky_relu_backward");
 }
 
 }  // namespace torch_aclnn

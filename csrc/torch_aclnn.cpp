@@ -137,4 +137,10 @@ TORCH_LIBRARY(torch_aclnn, m) {
   m.def("max_pool3d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, Tensor indices, "
         "int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode, *, "
         "Tensor(a!) grad_input) -> ()", tags);
+  // §11 leaky_relu (aclnnLeakyReluBackward)
+  m.def("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", tags);
+  m.def("leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) "
+        "-> Tensor", tags);
+  m.def("leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, "
+        "bool self_is_result, *, Tensor(a!) grad_input) -> ()", tags);
 }

@@ -147,6 +147,7 @@ def test_cuda_targets_follow_the_cuda_issue():
     assert by[("max_unpool3d_backward", "2x2x2 pooling", "functional", bf16)] == (1.0, 70.0, None)
     assert by[("elu_backward", "is_result=False", "out=", f32)] == (1.0, 80.0, None)
     assert by[("smooth_l1_loss_backward", "none", "functional", f32)] == (1.0, 80.0, None)
+    assert by[("leaky_relu_backward", "self_is_result=False", "out=", bf16)] == (1.0, 80.0, None)
     assert by[("smooth_l1_loss_backward", "mean", "functional", f32)] == (1.0, None, None)
     # every forward at least as fast as aten's
     assert by[("max_unpool3d", "2x2x2 pooling", "functional", f32)] == (1.0, None, None)

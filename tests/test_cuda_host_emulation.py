@@ -305,6 +305,37 @@ def test_elu_functors(elu, dtype):
 
 
 # ---------------------------------------------------------------------------
+# LeakyReLU: the functors (x > 0 ? x : x * slope) against the CPU kernels
+# (x * (x > 0 ? 1 : slope)) and aten, bit for bit; a NaN result is compared as
+# NaN (float16/bfloat16 NaN patterns differ between aten's vector and scalar
+# paths, docs/spec.md §11).
+
+LEAKY_SLOPES = [0.01, 0.2, -0.3, 0.0, 3.0, float("inf"), float("nan")]
+_INT_OF_SIZE = {2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _bits(t):
+    nan = torch.isnan(t)
+    return nan, t.masked_fill(nan, 0).contiguous().view(_INT_OF_SIZE[t.element_size()])
+
+
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_leaky_relu_functors(emulation, dtype):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.cat([torch.randn(4096, generator=gen, dtype=torch.float64) * 4,
+                   torch.tensor(EDGES + [float("nan"), 1e-40, -1e-40], dtype=torch.float64)]).to(dtype)
+    g = torch.randn(x.numel(), generator=gen, dtype=torch.float64).to(dtype)
+    for slope in LEAKY_SLOPES:
+        ours = emulation.leaky_relu.forward(x, slope)
+        for other in (torch.ops.torch_aclnn.leaky_relu(x, slope), torch.ops.aten.leaky_relu(_strided(x), slope)):
+            assert all(torch.equal(a, b) for a, b in zip(_bits(ours), _bits(other))), (dtype, slope)
+        ours = emulation.leaky_relu.backward(g, x, slope)
+        for other in (torch.ops.torch_aclnn.leaky_relu_backward(g, x, slope, False),
+                      torch.ops.aten.leaky_relu_backward(_strided(g), _strided(x), slope, False)):
+            assert all(torch.equal(a, b) for a, b in zip(_bits(ours), _bits(other))), (dtype, slope)
+
+
+# ---------------------------------------------------------------------------
 # SmoothL1: the functors do the CPU kernels' operations in the same order, so
 # the 'none' loss and grad_input equal the CPU kernels' bit for bit.
 

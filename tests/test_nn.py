@@ -28,6 +28,8 @@ CONSTRUCTORS = [
     (tann.MaxUnpool3d, tnn.MaxUnpool3d, (2,), {}),
     (tann.MaxUnpool3d, tnn.MaxUnpool3d, ((2, 3, 2),), {"stride": (1, 2, 2), "padding": 1}),
     (tann.HuberLoss, tnn.HuberLoss, (), {"reduction": "sum", "delta": 0.5}),
+    (tann.LeakyReLU, tnn.LeakyReLU, (), {}),
+    (tann.LeakyReLU, tnn.LeakyReLU, (0.2,), {"inplace": True}),
 ]
 
 
@@ -50,7 +52,8 @@ def test_defaults_match_torch():
 
     for ours, theirs in [(tann.Upsample, tnn.Upsample), (tann.ELU, tnn.ELU), (tann.SELU, tnn.SELU),
                          (tann.CELU, tnn.CELU), (tann.SmoothL1Loss, tnn.SmoothL1Loss),
-                         (tann.MaxUnpool3d, tnn.MaxUnpool3d), (tann.HuberLoss, tnn.HuberLoss)]:
+                         (tann.MaxUnpool3d, tnn.MaxUnpool3d), (tann.HuberLoss, tnn.HuberLoss),
+                         (tann.LeakyReLU, tnn.LeakyReLU)]:
         def params(cls):
             return [(p.name, p.kind, p.default) for p in inspect.signature(cls.__init__).parameters.values()]
 
@@ -218,7 +221,7 @@ def test_autocast_dtypes_match_torch():
     with torch.autocast(dev, torch.bfloat16):
         xb = x.bfloat16()
         for name, args in [("Upsample", dict(scale_factor=2)), ("Upsample", dict(scale_factor=2, mode="nearest-exact")),
-                           ("ELU", {}), ("SELU", {}), ("CELU", {})]:
+                           ("ELU", {}), ("SELU", {}), ("CELU", {}), ("LeakyReLU", {})]:
             got, want = getattr(tann, name)(**args)(xb), getattr(tnn, name)(**args)(xb)
             assert got.dtype == want.dtype, name
             torch.testing.assert_close(got, want)

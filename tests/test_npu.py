@@ -25,6 +25,7 @@ import torch
 from torch_aclnn import npu
 from torch_aclnn.npu import _glue, limits
 from torch_aclnn.npu import elu as npu_elu
+from torch_aclnn.npu import leaky_relu as npu_leaky_relu
 from torch_aclnn.npu import max_unpool as npu_max_unpool
 from torch_aclnn.npu import smooth_l1 as npu_smooth_l1
 from torch_aclnn.npu import upsample as npu_upsample
@@ -261,6 +262,41 @@ def test_elu_non_finite_parameters(alpha, input_scale, dtype):
     torch.testing.assert_close(got, ops.elu(x, alpha, 1.5, input_scale), equal_nan=True, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("slope", [float("inf"), -float("inf"), float("nan")])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_leaky_relu_non_finite_slope(slope, dtype):
+    """aclnnLeakyRelu's documented max(0, x) + slope * min(0, x) makes NaN of inf * 0; the glue
+    evaluates the spec's formula instead, for both operators."""
+    x = torch.tensor([-3.0, -0.0, 0.0, 1e-3, 2.0, float("inf"), -float("inf"), float("nan")], dtype=dtype)
+    g = torch.linspace(-2, 2, x.numel(), dtype=dtype)
+    spies = Spy(npu_leaky_relu.ATEN_FORWARD), Spy(npu_leaky_relu.ATEN_BACKWARD)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(npu_leaky_relu, "ATEN_FORWARD", spies[0])
+        mp.setattr(npu_leaky_relu, "ATEN_BACKWARD", spies[1])
+        got = on_npu_path(ops.leaky_relu.default, x, slope)
+        got_b = on_npu_path(ops.leaky_relu_backward.default, g, x, slope, False)
+    assert spies[0].shapes == [] and spies[1].shapes == []  # not the aclnn kernels
+    torch.testing.assert_close(got, ops.leaky_relu(x, slope), equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(got_b, ops.leaky_relu_backward(g, x, slope, False), equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_leaky_relu_half_computed_in_float32(dtype):
+    x, g = make_tensor((5, 7), dtype), make_tensor((5, 7), dtype)
+    seen = []
+
+    def spy(fn):
+        return lambda *args: (seen.append(tuple(a.dtype for a in args if isinstance(a, torch.Tensor))), fn(*args))[1]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(npu_leaky_relu, "ATEN_FORWARD", spy(npu_leaky_relu.ATEN_FORWARD))
+        mp.setattr(npu_leaky_relu, "ATEN_BACKWARD", spy(npu_leaky_relu.ATEN_BACKWARD))
+        got = on_npu_path(ops.leaky_relu.default, x, 0.3)
+        got_b = on_npu_path(ops.leaky_relu_backward.default, g, x, 0.3, True)
+        assert on_npu_path(ops.leaky_relu.default, x[:0], 0.3).shape == (0, 7)  # no device call
+    assert seen == [(torch.float32,), (torch.float32, torch.float32)]
+    assert torch.equal(got, ops.leaky_relu(x, 0.3)) and torch.equal(got_b, ops.leaky_relu_backward(g, x, 0.3, True))
+
+
 def test_smooth_l1_beta0_gradient_is_zero_at_d0():
     """sign(0) = 0 (the aclnn document, the spec); aten's raw kernel gives -1."""
     x = torch.tensor([1.0, 2.0, 3.0, 0.5, float("inf")])
@@ -490,6 +526,9 @@ def test_exact_scale_above_50_uses_the_cpu_kernel(monkeypatch):
     (ops.elu_backward, lambda: (make_tensor((3, 4), torch.float64), 1.0, 1.0, 1.0, False,
                                 make_tensor((3, 4), torch.float64))),
     (ops.smooth_l1_loss, lambda: (make_tensor((3, 4), torch.float64), make_tensor((3, 4), torch.float32), 1, 1.0)),
+    (ops.leaky_relu, lambda: (make_tensor((3, 4), torch.float64), 0.01)),
+    (ops.leaky_relu_backward, lambda: (make_tensor((3, 4), torch.float64), make_tensor((3, 4), torch.float64),
+                                       0.01, False)),
     (ops.max_unpool3d, lambda: (make_tensor((1, 2, 2, 2, 2), torch.bfloat16),
                                 torch.arange(8).repeat(2).view(1, 2, 2, 2, 2), [2, 2, 2], [1, 1, 1], [0, 0, 0])),
     (ops.smooth_l1_loss_backward, lambda: (make_tensor((), torch.float64), make_tensor((3, 4), torch.float64),

@@ -68,6 +68,8 @@ ROUTED = [
     ("smooth_l1_loss", lambda x: F.smooth_l1_loss(x, x.detach().flip(0), reduce=False), "smooth_l1_loss", False),
     ("smooth_l1_loss", lambda x: tnn.SmoothL1Loss()(x, x.detach()[:1]), "smooth_l1_loss", False),  # broadcast
     ("huber_loss", lambda x: F.huber_loss(x, x.detach().flip(0), delta=0.4), "smooth_l1_loss", False),
+    ("leaky_relu", lambda x: F.leaky_relu(x, 0.2), "leaky_relu", True),
+    ("leaky_relu", lambda x: tnn.LeakyReLU()(x), "leaky_relu", True),
 ]
 
 

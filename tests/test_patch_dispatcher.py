@@ -55,6 +55,7 @@ CASES = [
      {"aten::smooth_l1_loss", "aten::smooth_l1_loss_backward"}),
     ("smooth_l1 sum", lambda x: F.smooth_l1_loss(x, torch.zeros_like(x), reduction="sum"),
      {"aten::smooth_l1_loss", "aten::smooth_l1_loss_backward"}),
+    ("leaky_relu", lambda x: F.leaky_relu(x, 0.2), {"aten::leaky_relu", "aten::leaky_relu_backward"}),
 ]
 
 
@@ -218,6 +219,11 @@ PASSED = [
         torch.randn(1, 2, 7, 11, 9), [7, 11, 9], [1, 2, 3, 5, 7], 2.4, 2.3, -3.0)),
     ("aten::elu_backward", lambda: torch.ops.aten.elu_backward(
         torch.ones(4, 5), 1.0, 1.0, 1.0, False, torch.randn(5, 4).t())),                     # layouts differ
+    ("aten::leaky_relu", lambda: F.leaky_relu(torch.randn(3), float("inf"))),          # inf slope
+    ("aten::leaky_relu", lambda: F.leaky_relu(torch.randn(3), True)),                  # a bool slope
+    ("aten::leaky_relu", lambda: F.leaky_relu(torch.randn(*[1] * 9))),                 # 9 dims
+    ("aten::leaky_relu_backward", lambda: torch.ops.aten.leaky_relu_backward(
+        torch.ones(4, 5), torch.randn(5, 4).t(), 0.2, False)),                           # layouts differ
     ("aten::max_unpool3d", lambda: torch.ops.aten.max_unpool3d(torch.ones(1, 1, 2, 2, 2), torch.zeros(
         1, 1, 2, 2, 2, dtype=torch.int64), [1, 2, 2], [1, 1, 1], [0, 0, 0])),  # a smaller output (any winner)
 ]
@@ -424,6 +430,33 @@ def test_elu_backward_of_a_result_needs_alpha_at_least_0(alpha):
         with pytest.raises(RuntimeError) as got:
             torch.ops.aten.elu_backward(g, alpha, 1.0, 1.0, True, y)
     assert str(got.value) == str(want.value) and stats.passed == {"aten::elu_backward": 1}
+
+
+@pytest.mark.parametrize("slope", [float("nan"), -0.5])
+def test_leaky_relu_backward_of_a_result_needs_slope_at_least_0(slope):
+    """aten's leaky_relu_backward raises with self_is_result for a slope not >= 0, NaN included (in-place
+    LeakyReLU's backward); the route hands such a call to it."""
+    x = torch.randn(6, dtype=torch.float64)
+    y, g = F.leaky_relu(x, 0.1), torch.randn(6, dtype=torch.float64)
+    with pytest.raises(RuntimeError) as want:
+        torch.ops.aten.leaky_relu_backward(g, y, slope, True)
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        with pytest.raises(RuntimeError) as got:
+            torch.ops.aten.leaky_relu_backward(g, y, slope, True)
+    assert str(got.value) == str(want.value) and stats.passed == {"aten::leaky_relu_backward": 1}
+
+
+def test_inplace_leaky_relu_backward_is_routed():
+    """F.leaky_relu(inplace=True) runs aten::leaky_relu_ (not replaced); its backward,
+    leaky_relu_backward(self_is_result=True), is routed."""
+    x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    want_y = F.leaky_relu(x.clone(), 0.01, inplace=True)
+    (want,) = torch.autograd.grad(want_y, x, torch.ones_like(want_y))
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        y = F.leaky_relu(x.clone(), 0.01, inplace=True)
+        (got,) = torch.autograd.grad(y, x, torch.ones_like(y))
+    assert stats.routed == {"aten::leaky_relu_backward": 1}, stats
+    assert torch.equal(y, want_y) and torch.equal(got, want)
 
 
 def test_unpatch_without_a_level_undoes_both():

@@ -50,6 +50,18 @@ def test_is_view():
     assert api.is_view(base[1:]) and not api.is_view(base)
 
 
+def test_plain_view(monkeypatch):
+    root = torch.randn(4, requires_grad=True)
+    x = root * 1
+    assert api.plain_view(x.view(2, 2)) and not api.plain_view(x) and not api.plain_view(root[1:])
+    assert not api.plain_view(x.unbind(0)[0])  # a multi-output view
+    with torch.no_grad():
+        v = x[1:]
+    assert not api.plain_view(v)
+    monkeypatch.delattr(torch._C._autograd, "_get_creation_meta")
+    assert not api.plain_view(x.view(2, 2))
+
+
 def test_function_mode_stack_fallback(monkeypatch):
     monkeypatch.delattr(torch.overrides, "_get_current_function_mode_stack")
     assert not torch_aclnn.is_patched(level="function")

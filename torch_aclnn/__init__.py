@@ -5,8 +5,8 @@ Every operator is ``torch.ops.torch_aclnn.<name>``; the functions below are
 thin typed wrappers with F.interpolate / F.elu / ... style arguments.
 
 Drop-in use: ``torch_aclnn.nn.functional`` has torch.nn.functional's
-interpolate, elu, selu, celu, smooth_l1_loss, huber_loss, max_unpool3d and
-max_pool3d with their exact signatures (every other name is torch's own);
+interpolate, elu, selu, celu, smooth_l1_loss, huber_loss, max_unpool3d,
+max_pool3d and leaky_relu with their exact signatures (every other name is torch's own);
 ``torch_aclnn.nn`` the matching modules, swapped into a model by
 ``torch_aclnn.convert`` (and back by ``unconvert``);
 ``torch_aclnn.patch()`` (or ``with torch_aclnn.patched():``) routes such
@@ -25,6 +25,7 @@ _loader.load()
 
 from .ops._common import quiet_contract_error_logs  # noqa: E402
 from .ops.elu import celu, elu, elu_backward, selu  # noqa: E402
+from .ops.leaky_relu import leaky_relu, leaky_relu_backward  # noqa: E402
 from .ops.smooth_l1 import huber_loss, smooth_l1_loss, smooth_l1_loss_backward  # noqa: E402
 from .ops.max_unpool import max_unpool3d, max_unpool3d_backward  # noqa: E402
 from .ops.max_pool import max_pool3d, max_pool3d_with_indices, max_pool3d_with_indices_backward  # noqa: E402
@@ -95,4 +96,6 @@ __all__ = [
     "upsample_nearest3d_backward",
     "upsample_nearest_exact3d",
     "upsample_nearest_exact3d_backward",
+    "leaky_relu",
+    "leaky_relu_backward",
 ]

@@ -28,9 +28,11 @@ import torch
 import torch.nn.functional as F
 
 from ._registry import OPERATORS
-from ._torch_api import functorch_transforms_active, has_kernel, is_view, privateuse1_name, tracing_state
+from ._torch_api import (functorch_transforms_active, has_kernel, is_view, plain_view, privateuse1_name,
+                         tracing_state)
 from .ops._common import compiling, planned
 from .ops import elu as _elu, max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
+from .ops import leaky_relu as _lrelu
 
 __all__ = ["ROUTES", "call", "decide"]
 
@@ -411,6 +413,38 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+def _leaky_relu_call(input, negative_slope, inplace) -> Decision:
+    if not _number(negative_slope):
+        return f"negative_slope of type {type(negative_slope).__name__}"
+    if not isinstance(inplace, bool):
+        return f"inplace={inplace!r}"
+    why = _tensor(input, "leaky_relu")
+    if why:
+        return why
+    if input.dim() > _MAX_DIMS:
+        return f"{input.dim()}-D input"
+    if input.dtype != torch.float64 and not _fit_float32(negative_slope):
+        return f"negative_slope={negative_slope!r} beyond float32"
+    if inplace and input.requires_grad and torch.is_grad_enabled():
+        # (as in _elu_call: torch's in-place rules on tracked tensors stay torch's), but a plain view
+        # of a non-leaf (InstanceNorm3d's output, in nnU-Net's blocks) is overwritten as aten would
+        # (in eager code: compiled code leaves every view to torch)
+        if input.is_leaf or functorch_transforms_active() or (is_view(input) and (compiling() or
+                                                                                 not plain_view(input))):
+            return "inplace=True on a leaf, a view of a leaf or a special view, or under torch.func"
+        if not negative_slope >= 0:  # torch's backward raises, for NaN too
+            return "inplace=True with negative_slope not >= 0"
+    return _lrelu._leaky_relu(input, negative_slope, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False) -> Decision:
+    return _leaky_relu_call(input, negative_slope, inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01) -> Decision:
+    return _leaky_relu_call(input, negative_slope, True)
+
+
 # ---------------------------------------------------------------------------
 
 # torch function -> (its name, the decision above).
@@ -424,6 +458,8 @@ ROUTES: Dict[Callable, tuple] = {
     F.max_unpool3d: ("max_unpool3d", max_unpool3d),
     F.max_pool3d: ("max_pool3d", max_pool3d),
     F.max_pool3d_with_indices: ("max_pool3d_with_indices", max_pool3d_with_indices),
+    F.leaky_relu: ("leaky_relu", leaky_relu),
+    F.leaky_relu_: ("leaky_relu_", leaky_relu_),
 }
 
 

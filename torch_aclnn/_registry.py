@@ -46,6 +46,7 @@ FAMILIES = (
            autocast_fp32=(("max_unpool3d", "cpu"),)),
     Family("max_pool", ("max_pool3d_with_indices", "max_pool3d_with_indices_backward"),
            aten={"max_pool3d_with_indices": "aten::max_pool3d_with_indices"}),
+    Family("leaky_relu", ("leaky_relu", "leaky_relu_backward"), aten={"leaky_relu": "aten::leaky_relu"}),
 )
 
 OPERATORS = tuple(op for f in FAMILIES for op in f.operators)

@@ -78,6 +78,22 @@ def is_view(t: torch.Tensor) -> bool:
     return t._base is not None
 
 
+def plain_view(t: torch.Tensor) -> bool:
+    """Whether the view ``t`` may be overwritten in place under autograd by an
+    autograd.Function (``mark_dirty``) as by an aten in-place op: its base is
+    not a leaf that requires grad, and it was made in grad mode by a
+    single-output view op (the private ``_get_creation_meta`` is DEFAULT).
+    Without that probe: False (the caller then leaves every view to torch)."""
+    base = t._base
+    if base is None or (base.is_leaf and base.requires_grad):
+        return False
+    autograd = getattr(torch._C, "_autograd", None)
+    probe = getattr(autograd, "_get_creation_meta", None)
+    if probe is None:
+        return False
+    return probe(t) == autograd.CreationMeta.DEFAULT
+
+
 def promoted_dtype(*tensors: torch.Tensor) -> torch.dtype:
     """The dtype elementwise type promotion gives ``tensors`` (all at once,
     0-dim tensors ranking below the others). Fallback: torch.promote_types

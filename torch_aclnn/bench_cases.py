@@ -53,7 +53,7 @@ def describe_sizes(size: str) -> str:
     n = ELEMENTWISE_NUMEL[size]
     numel = f"{n // 2**20}M" if n >= 2**20 else str(n)
     return (f"upsample: input (grad_input) {tuple(UPSAMPLE_INPUT[size])} (narrow rows: "
-            f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1: {numel} elements; "
+            f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1, leaky_relu: {numel} elements; "
             f"max_unpool3d, max_pool3d_with_indices[_backward]: pooling of {tuple(UNPOOL_INPUT[size])}; "
             f"overhead: 1 element")
 
@@ -422,6 +422,19 @@ def _overhead_cases(grad: bool):
                      lambda: _aten.elu_backward(g, 1.0, 1.0, 1.0, False, x), [g, x],
                      entry=lambda: _ours.elu_backward.default(g, 1.0, 1.0, 1.0, False, x))
 
+    lrelu_ops = ops.leaky_relu
+
+    def lrelu(size):
+        x = randn(1)
+        return Setup(lambda: lrelu_ops.leaky_relu(x, 0.01), lambda: F.leaky_relu(x, 0.01), [x],
+                     entry=lambda: _ours.leaky_relu.default(x, 0.01))
+
+    def lrelu_b(size):
+        g, x = randn(1), randn(1)
+        return Setup(lambda: lrelu_ops.leaky_relu_backward(g, x, 0.01, False),
+                     lambda: _aten.leaky_relu_backward(g, x, 0.01, False), [g, x],
+                     entry=lambda: _ours.leaky_relu_backward.default(g, x, 0.01, False))
+
     def sl1(size):
         a, b = randn(1), randn(1)
         return Setup(lambda: sl1_ops.smooth_l1_loss(a, b), lambda: F.smooth_l1_loss(a, b), [a, b],
@@ -463,10 +476,42 @@ def _overhead_cases(grad: bool):
                   ("max_unpool3d", unpool, "F.max_unpool3d"),
                   ("max_unpool3d_backward", unpool_b, "gather"),
                   ("max_pool3d_with_indices", pool, "F.max_pool3d (return_indices)"),
-                  ("max_pool3d_with_indices_backward", pool_b, "aten.max_pool3d_with_indices_backward")])
+                  ("max_pool3d_with_indices_backward", pool_b, "aten.max_pool3d_with_indices_backward"),
+                  ("leaky_relu", lrelu, "F.leaky_relu"), ("leaky_relu_backward", lrelu_b, "aten.leaky_relu_backward")])
     name, target = ("1 element, autograd on", 1.2) if grad else ("1 element", 1.5)
     return [Case(op, name, f32, "functional", build, kind="overhead", aten_name=aten, target_overhead=target)
             for op, build, aten in entries]
+
+
+# ---------------------------------------------------------------------------
+# leaky_relu (docs/spec.md §11): memory-bound (one multiply a element), so no compute floor.
+
+def _leaky_relu_cases():
+    cases = []
+    slope = 0.01
+    for dtype in (torch.float32, torch.bfloat16):
+        def fwd(size, dtype=dtype):
+            x = _randn(ELEMENTWISE_NUMEL[size], dtype)
+            return Setup(lambda: _ours.leaky_relu(x, slope), lambda: F.leaky_relu(x, slope), [x], exact=True)
+        cases.append(Case("leaky_relu", "slope=0.01", dtype, "functional", fwd, aten_name="F.leaky_relu",
+                          target_ratio=1.0))
+        for out_form in (False, True):
+            def bwd(size, dtype=dtype, out_form=out_form):
+                go = _randn(ELEMENTWISE_NUMEL[size], dtype)
+                x = _randn(ELEMENTWISE_NUMEL[size], dtype)
+                args = (go, x, slope, False)
+                if not out_form:
+                    return Setup(lambda: _ours.leaky_relu_backward(*args), lambda: _aten.leaky_relu_backward(*args),
+                                 [go, x], exact=True)
+                o1, o2 = torch.empty_like(go), torch.empty_like(go)
+                return Setup(lambda: (_ours.leaky_relu_backward.grad_input(*args, grad_input=o1), o1)[1],
+                             lambda: _aten.leaky_relu_backward.grad_input(*args, grad_input=o2), [go, x], exact=True)
+            cases.append(Case("leaky_relu_backward", "self_is_result=False", dtype,
+                              "out=" if out_form else "functional", bwd,
+                              overload="grad_input" if out_form else "default",
+                              aten_name="aten.leaky_relu_backward" + (".grad_input" if out_form else ""),
+                              target_ratio=1.0, target_pct=85.0 if out_form else None))
+    return cases
 
 
 def targets(case: Case, device: str) -> tuple:
@@ -475,7 +520,7 @@ def targets(case: Case, device: str) -> tuple:
     CPU: the case's own. CUDA (on an H100-class GPU, at the "large" sizes):
     every case >= 1.0x aten CUDA; the upsample backwards and
     max_unpool3d_backward also >= 70% of the bandwidth reference (scale 2:
-    >= 1.5x), the elementwise backwards (elu, smooth_l1 'none') >= 80%;
+    >= 1.5x), the elementwise backwards (elu, smooth_l1 'none', leaky_relu) >= 80%;
     1-element calls the CPU's limits (<= 1.2x with autograd on, <= 1.5x off).
     """
     if device == "cpu" or case.kind == "overhead":
@@ -484,13 +529,15 @@ def targets(case: Case, device: str) -> tuple:
         return (1.5 if case.name.startswith("scale 2 ") else 1.0), 70.0, None
     if case.op == "max_unpool3d_backward":
         return 1.0, 70.0, None
-    if case.op == "elu_backward" or (case.op == "smooth_l1_loss_backward" and case.name == "none"):
+    if case.op in ("elu_backward", "leaky_relu_backward") or (case.op == "smooth_l1_loss_backward"
+                                                             and case.name == "none"):
         return 1.0, 80.0, None
     return 1.0, None, None
 
 
 def all_cases() -> list[Case]:
     return (_upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _max_pool_cases()
+            + _leaky_relu_cases()
             + _overhead_cases(False)
             + _overhead_cases(True))
 

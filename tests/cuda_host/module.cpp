@@ -7,6 +7,7 @@
 
 #include "deferred.h"
 #include "elu.h"
+#include "leaky_relu.h"
 #include "max_pool.h"
 #include "max_unpool.h"
 #include "smooth_l1.h"
@@ -25,4 +26,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   register_smooth_l1(smooth_l1);
   auto upsample = m.def_submodule("upsample");
   register_upsample(upsample);
+  auto leaky_relu = m.def_submodule("leaky_relu");
+  register_leaky_relu(leaky_relu);
 }

@@ -18,10 +18,12 @@ buffers, so a state_dict saved from either loads into the other, strictly),
     torch.nn.HuberLoss    -> HuberLoss    (delta * SmoothL1Loss(beta=delta))
     torch.nn.MaxUnpool3d  -> MaxUnpool3d
     torch.nn.MaxPool3d    -> MaxPool3d
+    torch.nn.LeakyReLU    -> LeakyReLU
 
-``inplace=True`` (ELU, SELU, CELU) behaves as in torch: the input is
+``inplace=True`` (ELU, SELU, CELU, LeakyReLU) behaves as in torch: the input is
 overwritten with the result and returned, and the backward is computed from
-the saved *result* (aclnnEluBackward with ``is_result=True``).
+the saved *result* (aclnnEluBackward with ``is_result=True``,
+aclnnLeakyReluBackward with ``selfIsResult=True``).
 
 :func:`convert` swaps these modules into an existing model (and
 :func:`unconvert` back);
@@ -46,7 +48,7 @@ from torch import Tensor
 
 from . import functional
 
-__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "convert",
+__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "LeakyReLU", "convert",
            "unconvert", "functional"]
 
 _log = logging.getLogger("torch_aclnn")
@@ -152,6 +154,15 @@ class MaxPool3d(_Module, torch.nn.MaxPool3d):
                                      ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
+class LeakyReLU(_Module, torch.nn.LeakyReLU):
+    """``torch.nn.LeakyReLU(negative_slope=0.01, inplace=False)`` on aclnnLeakyRelu / aclnnLeakyReluBackward."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.leaky_relu(input, self.negative_slope, self.inplace)
+        return functional.leaky_relu(input, self.negative_slope, self.inplace)
+
+
 _REPLACEMENTS = {
     torch.nn.Upsample: Upsample,
     torch.nn.ELU: ELU,
@@ -161,6 +172,7 @@ _REPLACEMENTS = {
     torch.nn.HuberLoss: HuberLoss,
     torch.nn.MaxUnpool3d: MaxUnpool3d,
     torch.nn.MaxPool3d: MaxPool3d,
+    torch.nn.LeakyReLU: LeakyReLU,
 }
 
 

@@ -14,6 +14,8 @@ routes and what passes through: docs/patch.md.
     huber_loss      as smooth_l1_loss, delta > 0, no weight
     max_unpool3d    4-D or 5-D floating input, int64 indices
     max_pool3d      4-D or 5-D floating input (return_indices or not)
+    leaky_relu, leaky_relu_
+                    any floating input of at most 8 dims; inplace=True too
 
 Every other name of torch.nn.functional (``F.conv3d``, ``F.relu``, ...) is
 torch's own object, looked up there when it is used (``__getattr__``), and
@@ -29,7 +31,8 @@ from torch import Tensor
 
 from .._dropin import call
 
-__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d"]
+__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
+           "leaky_relu", "leaky_relu_"]
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
@@ -93,3 +96,11 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(dir(_F)))
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``torch.nn.functional.leaky_relu`` on torch_aclnn's leaky_relu / leaky_relu_backward."""
+    return call(_F.leaky_relu, input, negative_slope, inplace)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """``torch.nn.functional.leaky_relu_``: leaky_relu with ``inplace=True``."""
+    return call(_F.leaky_relu_, input, negative_slope)

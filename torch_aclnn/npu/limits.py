@@ -40,6 +40,8 @@ _EXACT_BWD_SRC = "ops-cv image/upsample_nearest_exact3d_grad/op_host/op_api/acln
 _EXACT_FWD_SRC = "ops-cv image/upsample_nearest_exact3d/op_host/op_api/aclnn_upsample_nearest_exact3d.cpp"
 _ELU_SRC = "ops-nn activation/elu/op_api/aclnn_elu.cpp"
 _ELU_BWD_SRC = "ops-nn activation/elu_grad_v2/op_api/aclnn_elu_backward.cpp"
+_LEAKY_SRC = "ops-nn activation/leaky_relu/op_api/aclnn_leaky_relu.cpp"
+_LEAKY_BWD_DOC = "ops-nn activation/leaky_relu_grad/docs/aclnnLeakyReluBackward.md"
 _SL1_BWD_SRC = "ops-nn loss/smooth_l1_loss_grad_v2/op_api/aclnn_smooth_l1_loss_backward.cpp"
 _SL1_SRC = "ops-nn loss/smooth_l1_loss_v2/op_api/aclnn_smooth_l1_loss.cpp"
 _UNPOOL_DOC = "ops-nn index/scatter_elements/docs/aclnnMaxUnpool3d.md"
@@ -121,6 +123,12 @@ LIMITS = (
     Limit(("max_pool3d_with_indices", "max_pool3d_with_indices_backward"), "dtype",
           "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)", CPU, False, _not({torch.float64}),
           f"{_POOL_FWD_DOC}, {_POOL_BWD_DOC} (parameter tables); docs/spec.md §9 dtypes"),
+    # ---- §11 leaky_relu --------------------------------------------------------------------------
+    # aclnnLeakyRelu takes negative_slope as float32 (aclScalar::ToFloat); the backward's document
+    # lists DOUBLE but not how the slope reaches its kernel, so float64 stays on the CPU for both.
+    Limit(("leaky_relu", "leaky_relu_backward"), "dtype", "float64 computed with a float32 negative_slope",
+          CPU, False, _not({torch.float64}),
+          f"{_LEAKY_SRC} (ToFloat), {_LEAKY_BWD_DOC}; docs/spec.md §11 device limits"),
 )
 
 

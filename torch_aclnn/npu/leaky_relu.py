@@ -1,0 +1,86 @@
+"""NPU glue of the LeakyReLU family (docs/spec.md §11).
+
+torch_npu's aten kernels (op-plugin op_plugin/ops/opapi/LeakyReluKernelNpuOpApi.cpp,
+LeakyReluBackwardKernelNpuOpApi.cpp) call aclnnLeakyRelu / aclnnLeakyReluBackward.
+
+Corrections (where aclnn and the spec differ):
+  * a non-finite negative_slope: aclnnLeakyRelu's document states
+    ``max(0, x) + negative_slope * min(0, x)``, which gives NaN for x > 0 with
+    an infinite slope (inf * 0) where the spec gives x; the backward's kernel
+    is not documented for such slopes. The glue evaluates the spec's formulas
+    with aten elementwise operators on the device instead, in float32 for
+    half/bfloat16.
+  * half/bfloat16: whether the kernels widen internally is not documented.
+    The spec computes in float32 and rounds once, so the glue calls them in
+    float32 for half/bfloat16 and rounds the result.
+Device limits (torch_aclnn/npu/limits.py): float64 goes to the CPU kernel
+(aclnnLeakyRelu takes negative_slope as float32). Empty input returns
+without a device call.
+"""
+from __future__ import annotations
+
+import math
+import types
+
+import torch
+
+from . import _glue, limits
+
+_ops = torch.ops.torch_aclnn
+_aten = torch.ops.aten
+
+ATEN_FORWARD = _aten.leaky_relu.default
+ATEN_BACKWARD = _aten.leaky_relu_backward.default
+
+
+def _geometry(t: torch.Tensor):
+    return types.SimpleNamespace(dtype=t.dtype, ndim=t.dim())
+
+
+def _opmath(dtype):
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _select(x, value, negative_slope, dtype):
+    """The spec's ``x > 0 ? value : value * negative_slope`` in x's (opmath) dtype."""
+    slope = torch.tensor(float(negative_slope), dtype=x.dtype, device=x.device)
+    return torch.where(x > 0, value, value * slope).to(dtype)
+
+
+def leaky_relu_kernel(self, negative_slope=0.01):
+    op = "leaky_relu"
+    overload = _ops.leaky_relu.default
+    m = _glue.validate(overload, self, negative_slope)
+    if self.numel() == 0:
+        return _glue.like(m, self.device)
+    beyond = limits.beyond_split(op, _geometry(self))
+    if beyond is not None:
+        return _glue.cpu_path(op, beyond, overload, self.device, self, negative_slope)
+    x = self.to(_opmath(self.dtype))
+    if not math.isfinite(float(negative_slope)):
+        return _glue.conform(_select(x, x, negative_slope, self.dtype), m)
+    return _glue.conform(ATEN_FORWARD(x, negative_slope).to(self.dtype), m)
+
+
+def leaky_relu_backward_kernel(grad_output, self, negative_slope, self_is_result):
+    op = "leaky_relu_backward"
+    overload = _ops.leaky_relu_backward.default
+    m = _glue.validate(overload, grad_output, self, negative_slope, self_is_result)
+    device = _glue.call_device(grad_output, self)
+    if grad_output.numel() == 0:
+        return _glue.like(m, device)
+    beyond = limits.beyond_split(op, _geometry(grad_output))
+    if beyond is not None:
+        return _glue.cpu_path(op, beyond, overload, device, grad_output, self, negative_slope, self_is_result)
+    opmath = _opmath(grad_output.dtype)
+    g, x = grad_output.to(device, opmath), self.to(device, opmath)
+    if not math.isfinite(float(negative_slope)):
+        return _glue.conform(_select(x, g, negative_slope, grad_output.dtype), m)
+    result = ATEN_BACKWARD(g, x, negative_slope, self_is_result)
+    return _glue.conform(result.to(grad_output.dtype), m)
+
+
+_glue.register("leaky_relu", leaky_relu_kernel)
+_glue.register("leaky_relu_backward", leaky_relu_backward_kernel)
+_glue.register("leaky_relu_backward.grad_input",
+               _glue.out_variant(leaky_relu_backward_kernel, _ops.leaky_relu_backward.grad_input))
