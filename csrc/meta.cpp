@@ -10,6 +10,7 @@
 #include "contracts/max_unpool.h"
 #include "contracts/smooth_l1.h"
 #include "contracts/upsample.h"
+#include "contracts/upsample_trilinear.h"
 
 #include <torch/library.h>
 
@@ -30,6 +31,8 @@ TORCH_LIBRARY_IMPL(torch_aclnn, Meta, m) {
   entry::impl<entry::Meta, max_unpool::check_backward>(m, "max_unpool3d_backward");
   entry::impl<entry::Meta, max_pool::check_forward>(m, "max_pool3d_with_indices");
   entry::impl<entry::Meta, max_pool::check_backward>(m, "max_pool3d_with_indices_backward");
+  entry::impl<entry::Meta, upsample_trilinear::check_forward>(m, upsample_trilinear::kForward);
+  entry::impl<entry::Meta, upsample_trilinear::check_backward>(m, upsample_trilinear::kBackward);
 }
 
 }  // namespace torch_aclnn

@@ -32,6 +32,7 @@ from .ops.upsample import (  # noqa: E402
     upsample_nearest_exact3d,
     upsample_nearest_exact3d_backward,
 )
+from .ops.upsample_trilinear import upsample_trilinear3d, upsample_trilinear3d_backward  # noqa: E402
 
 # The PrivateUse1 (Ascend NPU) kernels; imports torch_npu defensively.
 from . import npu  # noqa: E402,F401
@@ -90,4 +91,6 @@ __all__ = [
     "upsample_nearest3d_backward",
     "upsample_nearest_exact3d",
     "upsample_nearest_exact3d_backward",
+    "upsample_trilinear3d",
+    "upsample_trilinear3d_backward",
 ]

@@ -11,6 +11,7 @@
 #include "max_unpool.h"
 #include "smooth_l1.h"
 #include "upsample.h"
+#include "upsample_trilinear.h"
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   auto deferred = m.def_submodule("deferred");
@@ -25,4 +26,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   register_smooth_l1(smooth_l1);
   auto upsample = m.def_submodule("upsample");
   register_upsample(upsample);
+  auto upsample_trilinear = m.def_submodule("upsample_trilinear");
+  register_upsample_trilinear(upsample_trilinear);
 }
