@@ -51,7 +51,7 @@ def test_matches_interpolate_forward_and_grad(kwargs, align, device):
     ((1, 2, 3, 4, 5), (3, 4, 5), False, (1.2, 1.1, 1.1)),    # out == in with a scale: no short cut
     ((1, 2, 5, 7, 3), (13, 9, 8), False, (2.7, 1.3, 2.9)),
     ((1, 2, 5, 7, 3), (13, 9, 8), True, (None, None, None)),
-    ((1, 1, 6, 5, 9), (2, 2, 4), False, (None, 0.3, None)),
+    ((1, 1, 6, 5, 9), (2, 2, 4), False, (None, 0.45, None)),
 ], ids=str)
 def test_backward_is_the_adjoint_of_the_forward(case):
     """<forward(x), g> == <x, backward(g)> (float64) for non-integer scales and
@@ -190,5 +190,6 @@ def test_segresnet_decoder_under_patch(level):
     for a, b in zip(got_g, want_g):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
     assert torch.equal(runs[0][0], runs[1][0]) and all(torch.equal(a, b) for a, b in zip(runs[0][1], runs[1][1]))
-    routed = stats.routed
-    assert any("trilinear" in k for k in routed), routed
+    want = {"interpolate"} if level == "function" else {"aten::upsample_trilinear3d",
+                                                         "aten::upsample_trilinear3d_backward"}
+    assert want <= set(stats.routed), stats.routed

@@ -109,7 +109,10 @@ C10_HOST_DEVICE inline acc_t ratio(const Geometry& g, int axis) {
   return static_cast<acc_t>(in) / static_cast<acc_t>(out);
 }
 
-// The two taps of output position x: (i0, l0) and (i1, l1).
+// The two taps of output position x: (i0, l0) and (i1, l1). An axis whose
+// ratio is exactly 1 (output size == input size, and no scale other than 1)
+// maps x to itself: both taps on x, weights 1 and 0 (aten's identity; the
+// formula's weights, and an inf or NaN beside x does not spread to it).
 template <typename acc_t>
 struct Taps {
   int64_t i0, i1;
@@ -118,6 +121,13 @@ struct Taps {
 
 template <typename acc_t>
 C10_HOST_DEVICE inline Taps<acc_t> taps(acc_t r, bool align_corners, int64_t x, int64_t in) {
+  if (r == acc_t(1)) {
+    Taps<acc_t> t;
+    t.i0 = t.i1 = x;
+    t.l0 = acc_t(1);
+    t.l1 = acc_t(0);
+    return t;
+  }
   acc_t src;
   if (align_corners) {
     src = mul(r, static_cast<acc_t>(x));

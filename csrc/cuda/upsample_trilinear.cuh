@@ -77,7 +77,7 @@ C10_HOST_DEVICE inline void window_entry(int64_t e, int64_t* table, const Geomet
   table[2 * e + 1] = hi;
 }
 
-inline int64_t window_entries(const Geometry& g) { return g.in[0] + g.in[1] + g.in[2]; }
+C10_HOST_DEVICE inline int64_t window_entries(const Geometry& g) { return g.in[0] + g.in[1] + g.in[2]; }
 
 // sum over the taps (x, tap) of one axis that land on k, in increasing x and
 // tap 0 before tap 1: f(x, weight).
