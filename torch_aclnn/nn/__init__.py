@@ -168,7 +168,7 @@ def _why_kept(m: torch.nn.Module):
     """Why a module of a covered kind is left as it is (None: swap it)."""
     if type(m) not in _REPLACEMENTS:
         return f"a subclass of torch.nn.{next(c for c in _REPLACEMENTS if isinstance(m, c)).__name__}"
-    if isinstance(m, torch.nn.Upsample) and m.mode not in ("nearest", "nearest-exact"):
+    if isinstance(m, torch.nn.Upsample) and m.mode not in ("nearest", "nearest-exact", "trilinear"):
         return f"mode={m.mode!r}, which torch_aclnn never computes"
     return None
 
