@@ -206,6 +206,18 @@ bool max_pool_backward_rule(Args a) {
 // aten's argument order -> torch_aclnn's: indices third.
 void max_pool_backward_order(torch::jit::Stack& s) { std::rotate(s.begin() + 2, s.begin() + 7, s.begin() + 8); }
 
+// upsample_trilinear3d(self, output_size, align_corners, scales_d, scales_h, scales_w): aten refuses an
+// empty C, D, H or W; it takes each axis's scale alone, as the contract does (§10).
+bool upsample_trilinear_rule(Args a) {
+  if (!floating(a[0])) return false;
+  const at::Tensor& x = a[0].toTensor();
+  return x.dim() == 5 && x.size(1) > 0 && x.size(2) > 0 && x.size(3) > 0 && x.size(4) > 0;
+}
+
+// upsample_trilinear3d_backward(grad_output, output_size, input_size, align_corners, scales_d, scales_h,
+// scales_w): aten's result follows grad_output's layout, as the contract's does
+bool upsample_trilinear_backward_rule(Args a) { return floating(a[0]); }
+
 enum Backend { kCPU, kCUDA, kBackends };
 
 struct Route {
@@ -237,6 +249,8 @@ Route g_routes[] = {
      max_pool_backward_order, false, /*aten_checks_indices=*/false},
     {"leaky_relu", "leaky_relu", leaky_relu_rule},
     {"leaky_relu_backward", "leaky_relu_backward", leaky_relu_backward_rule},
+    {"upsample_trilinear3d", "upsample_trilinear3d", upsample_trilinear_rule},
+    {"upsample_trilinear3d_backward", "upsample_trilinear3d_backward", upsample_trilinear_backward_rule},
 };
 
 bool on_cuda(Args a) {

@@ -11,6 +11,7 @@
 #include "contracts/max_unpool.h"
 #include "contracts/smooth_l1.h"
 #include "contracts/upsample.h"
+#include "contracts/upsample_trilinear.h"
 
 #include <torch/library.h>
 
@@ -33,6 +34,8 @@ TORCH_LIBRARY_IMPL(torch_aclnn, Meta, m) {
   entry::impl<entry::Meta, max_pool::check_backward>(m, "max_pool3d_with_indices_backward");
   entry::impl<entry::Meta, leaky_relu::check_forward>(m, "leaky_relu");
   entry::impl<entry::Meta, leaky_relu::check_backward>(m, "leaky_relu_backward");
+  entry::impl<entry::Meta, upsample_trilinear::check_forward>(m, upsample_trilinear::kForward);
+  entry::impl<entry::Meta, upsample_trilinear::check_backward>(m, upsample_trilinear::kBackward);
 }
 
 }  // namespace torch_aclnn

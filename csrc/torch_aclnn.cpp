@@ -137,6 +137,14 @@ TORCH_LIBRARY(torch_aclnn, m) {
   m.def("max_pool3d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, Tensor indices, "
         "int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode, *, "
         "Tensor(a!) grad_input) -> ()", tags);
+  // §10 upsample_trilinear3d (aclnnUpsampleTrilinear3dBackward)
+  m.def("upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, "
+        "float? scales_h=None, float? scales_w=None) -> Tensor", tags);
+  m.def("upsample_trilinear3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, "
+        "bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor", tags);
+  m.def("upsample_trilinear3d_backward.grad_input(Tensor grad_output, SymInt[3] output_size, "
+        "SymInt[5] input_size, bool align_corners, float? scales_d=None, float? scales_h=None, "
+        "float? scales_w=None, *, Tensor(a!) grad_input) -> ()", tags);
   // §11 leaky_relu (aclnnLeakyReluBackward)
   m.def("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", tags);
   m.def("leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) "

@@ -999,3 +999,52 @@ def test_deferred_bound_keeps_a_check_whose_wait_fails(deferred):
     assert deferred.pending() == deferred.max_pending + 1  # 0 went back to the front
     deferred.raise_all()
     assert deferred.pending() == 0
+
+
+# ---------------------------------------------------------------------------
+# upsample_trilinear3d[_backward] (csrc/cuda/upsample_trilinear.cuh)
+
+@pytest.fixture(scope="module")
+def trilinear(emulation):
+    return emulation.upsample_trilinear
+
+
+def _check_trilinear(emu, name, args, desc):
+    """Every walk order and index width of the emulated kernel: the CPU kernel's bits."""
+    expected = getattr(torch.ops.torch_aclnn, name)(*args)
+    for cl in (False, True):
+        for wide in (False, True):
+            if name.endswith("_backward"):
+                g, out, insz, align, *scales = args
+                got = emu.backward(g, list(out), list(insz), align, *(scales + [None] * 3)[:3], cl, wide)
+            else:
+                x, out, align, *scales = args
+                got = emu.forward(x, list(out), align, *(scales + [None] * 3)[:3], cl, wide)
+            assert got.shape == expected.shape, desc
+            assert torch.equal(got, expected), f"{desc} channels_last={cl} wide={wide}: " \
+                f"max diff {(got.double() - expected.double()).abs().max()}"
+
+
+@pytest.mark.parametrize("name", ["upsample_trilinear3d", "upsample_trilinear3d_backward"])
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_upsample_trilinear_samples(trilinear, name, dtype):
+    """Every OpInfo sample (layouts, align_corners, per-axis scales, out == in
+    with a scale, empty batch): bitwise the CPU kernel."""
+    for s in OPS[name].samples("cpu", dtype):
+        _check_trilinear(trilinear, name, s.args, s.desc)
+
+
+def test_upsample_trilinear_random(trilinear):
+    """Random sizes, scales (some axes only), align_corners, layouts and dtypes."""
+    rng = random.Random(1)
+    for _ in range(40):
+        insz, out, scales = _random_case(rng)
+        scales = tuple(s if rng.random() < 0.7 else None for s in scales)
+        align = rng.random() < 0.3
+        dtype, layout = rng.choice(FLOATING), rng.choice(LAYOUTS)
+        x = make_tensor(insz, dtype, layout=layout)
+        _check_trilinear(trilinear, "upsample_trilinear3d", (x, out, align, *scales),
+                         f"forward {insz}->{out} align={align} s={scales} {layout} {dtype}")
+        g = make_tensor(insz[:2] + out, dtype, layout=layout)
+        _check_trilinear(trilinear, "upsample_trilinear3d_backward", (g, out, insz, align, *scales),
+                         f"backward {out}->{insz} align={align} s={scales} {layout} {dtype}")

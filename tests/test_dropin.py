@@ -63,7 +63,7 @@ def _run(fn, s):
     return tuple(r.detach() for r in results), grads
 
 
-def _same(got, want, where, nan_input=None, nan_grad=True):
+def _same(got, want, where, nan_input=None, nan_grad=True, close=None):
     """``nan_input``: where the input is NaN, elu's gradient is NaN here; aten's
     is NaN in its vectorised loop and 1 (the x > 0 branch) in its scalar tail,
     so those positions are not compared (docs/ops/elu.md). ``nan_grad=False``:
@@ -73,12 +73,13 @@ def _same(got, want, where, nan_input=None, nan_grad=True):
         assert type(got) is type(want) and str(got) == str(want), f"{where}: {got!r} vs torch's {want!r}"
         return
     assert not isinstance(got, Exception), f"{where}: raised {got!r}, torch returned a result"
-    torch.testing.assert_close(got[0], want[0], equal_nan=True, msg=lambda m: f"{where}: {m}")
+    close = close or {}
+    torch.testing.assert_close(got[0], want[0], equal_nan=True, msg=lambda m: f"{where}: {m}", **close)
     for a, b in zip(got[1], want[1]):
         if nan_input is not None and a is not None and a.shape == nan_input.shape:
             assert a[nan_input].isnan().all() or not nan_grad, where
             a, b = a[~nan_input], b[~nan_input]
-        torch.testing.assert_close(a, b, equal_nan=True, msg=lambda m: f"{where} (gradient): {m}")
+        torch.testing.assert_close(a, b, equal_nan=True, msg=lambda m: f"{where} (gradient): {m}", **close)
 
 
 def _module(o, s):
@@ -137,21 +138,27 @@ def test_opinfo_samples_give_torchs_result(o, dtype, monkeypatch):
         where = f"{_opinfo_id(o)} {dtype} sample {i}: {s.summary() if hasattr(s, 'summary') else s}"
         want = _run(o.op, s)
         nan = s.input.isnan() if o.name.endswith("elu") and not o.name.endswith("leaky_relu") else None
+        # trilinear in float16/bfloat16: aten rounds its weights and each lerp to the dtype, torch_aclnn
+        # rounds once (docs/spec.md §10): a few units in the last place apart
+        close = dict(rtol=2e-2, atol=4e-2) if _opinfo_id(o) == "interpolate.trilinear" and \
+            dtype in (torch.float16, torch.bfloat16) else None
         with torch_aclnn.patched(level="function") as stats:
-            _same(_run(o.op, s), want, "patched " + where, nan)
+            _same(_run(o.op, s), want, "patched " + where, nan, close=close)
         routed += stats.total_routed()
         if DISPATCHER:
             with torch_aclnn.patched(level="dispatcher") as stats:
-                _same(_run(o.op, s), want, "patched(level='dispatcher') " + where, nan, nan_grad=False)
+                _same(_run(o.op, s), want, "patched(level='dispatcher') " + where, nan, nan_grad=False, close=close)
             aten_routed += stats.total_routed()
-        _same(_run(getattr(TF, o.name[len("nn.functional."):]), s), want, "torch_aclnn.nn.functional " + where, nan)
+        _same(_run(getattr(TF, o.name[len("nn.functional."):]), s), want, "torch_aclnn.nn.functional " + where, nan,
+              close=close)
         made = _module(o, s)
         if made is not None:
             module, forward = made
             converted = tann.convert(module)
-            never = getattr(module, "mode", "nearest") not in ("nearest", "nearest-exact")  # kept as torch's
+            never = getattr(module, "mode", "nearest") not in ("nearest", "nearest-exact", "trilinear")  # torch's
             assert isinstance(converted, tann._Module) != never, (where, converted)
-            _same(_run(lambda *args, **kw: forward(converted, *args, **kw), s), want, "convert() " + where, nan)
+            _same(_run(lambda *args, **kw: forward(converted, *args, **kw), s), want, "convert() " + where, nan,
+                  close=close)
         if o.inplace_variant is not None:
             x = s.input.detach().clone()
             want = o.inplace_variant(x.clone(), *s.args, **s.kwargs)
@@ -358,14 +365,14 @@ def test_convert_reports_what_it_did(caplog):
     class MyELU(tnn.ELU):
         pass
 
-    model = tnn.Sequential(tnn.ELU(), tnn.Upsample(scale_factor=2, mode="trilinear"), MyELU(),
+    model = tnn.Sequential(tnn.ELU(), tnn.Upsample(scale_factor=2, mode="bilinear"), MyELU(),
                            tnn.Sequential(tnn.HuberLoss(), tnn.Upsample(scale_factor=2)))
     with caplog.at_level(logging.INFO, logger="torch_aclnn"):
         tann.convert(model)
     (record,) = [r for r in caplog.records if r.name == "torch_aclnn"]
     msg = record.getMessage()
     assert "swapped 3 module(s): 1 ELU, 1 HuberLoss, 1 Upsample" in msg, msg
-    assert "left alone 2" in msg and "'1' (mode='trilinear'" in msg and "'2' (a subclass of torch.nn.ELU)" in msg
+    assert "left alone 2" in msg and "'1' (mode='bilinear'" in msg and "'2' (a subclass of torch.nn.ELU)" in msg
     assert repr(model[0]) == "torch_aclnn.ELU(alpha=1.0)"
     assert repr(model[1]).startswith("Upsample(")
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn as tnn
 
+import torch_aclnn
 import torch_aclnn.nn as tann
 
 # (torch_aclnn.nn class, torch.nn class, constructor args, kwargs)
@@ -110,12 +111,18 @@ def test_upsample_matches_torch(mode, kwargs):
 
 
 def test_upsample_passes_through_what_it_does_not_cover():
-    """Other modes, align_corners and 4-D input: torch computes them (the drop-in rule)."""
+    """Other modes, align_corners for a nearest mode and 4-D input: torch computes them (the
+    drop-in rule); 5-D trilinear is torch_aclnn's (torch's values to rounding)."""
     x4, x5 = torch.randn(1, 2, 4, 4), torch.randn(1, 2, 3, 4, 4)
-    for kwargs, x in [({"mode": "trilinear"}, x5), ({"mode": "trilinear", "align_corners": True}, x5),
-                      ({}, x4), ({"mode": "nearest-exact"}, x4), ({"mode": "bilinear"}, x4)]:
+    for kwargs, x in [({}, x4), ({"mode": "nearest-exact"}, x4), ({"mode": "bilinear"}, x4)]:
         ours, theirs = tann.Upsample(scale_factor=2, **kwargs), tnn.Upsample(scale_factor=2, **kwargs)
         torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=0)
+    for kwargs in ({"mode": "trilinear"}, {"mode": "trilinear", "align_corners": True}):
+        ours, theirs = tann.Upsample(scale_factor=2, **kwargs), tnn.Upsample(scale_factor=2, **kwargs)
+        got = ours(x5)
+        torch.testing.assert_close(got, theirs(x5))
+        assert torch.equal(got, torch_aclnn.upsample_trilinear3d(x5, scale_factor=2, **{
+            k: v for k, v in kwargs.items() if k != "mode"}))
 
 
 @pytest.mark.parametrize("cls,args", [(tann.ELU, ()), (tann.ELU, (0.3,)), (tann.SELU, ()), (tann.CELU, ()),
@@ -269,15 +276,16 @@ def test_modules_compile_fullgraph():
 
 def test_convert():
     torch.manual_seed(0)
-    model = tnn.Sequential(_block(tnn), tnn.Upsample(scale_factor=2, mode="trilinear"), tnn.ELU())
+    model = tnn.Sequential(_block(tnn), tnn.Upsample(scale_factor=2, mode="bilinear"), tnn.ELU())
     x = torch.randn(1, 2, 2, 3, 4)
-    want = model(x)
+    want = model[:1](x)
     sd = model.state_dict()
     converted = tann.convert(model)
     assert type(converted[0][1]) is tann.ELU and type(converted[0][2]) is tann.Upsample
-    assert type(converted[1]) is tnn.Upsample  # trilinear stays torch's
+    assert type(converted[1]) is tnn.Upsample  # bilinear stays torch's
     assert type(converted[2]) is tann.ELU and converted[0][1].alpha == 0.7
-    torch.testing.assert_close(converted(x), want)
+    torch.testing.assert_close(converted[:1](x), want)
+    assert type(tann.convert(tnn.Upsample(scale_factor=2, mode="trilinear"))) is tann.Upsample
     assert converted.state_dict().keys() == sd.keys()
     assert type(tann.convert(tnn.SELU())) is tann.SELU
 

@@ -29,6 +29,7 @@ from torch_aclnn.npu import leaky_relu as npu_leaky_relu
 from torch_aclnn.npu import max_unpool as npu_max_unpool
 from torch_aclnn.npu import smooth_l1 as npu_smooth_l1
 from torch_aclnn.npu import upsample as npu_upsample
+from torch_aclnn.npu import upsample_trilinear as npu_trilinear
 from torch_aclnn.testing import OPS, make_tensor, results, tolerance
 from torch_aclnn.testing import upsample as upsample_infos
 
@@ -81,10 +82,24 @@ def _upsample_case(name, s):
     return upsample_infos.exact_vs_aten(mode, in_shape, out, scales, backward)
 
 
+def _trilinear_case(name, s):
+    """upsample_trilinear: aten's CPU kernel copies an axis whose output size
+    equals its input size, ignoring a given scale != 1 there (docs/spec.md §10);
+    such samples are left out. Elsewhere it computes the spec's weights, its
+    sums rounded in another order (within tolerance, never bitwise)."""
+    backward = name.endswith("_backward")
+    out, in_shape = (s.args[1], s.args[2]) if backward else (s.args[1], list(s.args[0].shape))
+    align, scales = (s.args[3], s.args[4:7]) if backward else (s.args[2], s.args[3:6])
+    scales = npu_trilinear.device_scales(align, tuple(scales) + (None,) * (3 - len(scales)))
+    return not any(sc is not None and out[i] == in_shape[2 + i] and sc != 1.0 for i, sc in enumerate(scales))
+
+
 def simulated_spec(name, s) -> bool:
     """Whether aten's CPU kernels, called as the glue calls them, compute the spec for sample ``s``."""
     if OPS[name].family == "upsample":
         return _upsample_case(name, s)
+    if OPS[name].family == "upsample_trilinear":
+        return _trilinear_case(name, s)
     if name == "max_unpool3d":
         return s.args[0].dtype.is_floating_point
     if name == "max_pool3d_with_indices_backward":  # aten rounds float16/bfloat16 after each addition
@@ -116,6 +131,9 @@ def test_glue_matches_cpu_kernels(name, dtype):
     spec: same shape, dtype and strides as our CPU kernel, the spec's values
     (float64 reference, stated tolerance), bitwise equal where expected."""
     info = OPS[name]
+    if name == "upsample_trilinear3d" and dtype in (torch.float16, torch.bfloat16):
+        pytest.skip("aten's CPU trilinear forward rounds its weights and each lerp to the dtype (ours: once), "
+                    "beyond the spec's tolerance; the backward's samples are checked")
     if name == "max_unpool3d" and not dtype.is_floating_point:
         pytest.skip("aten's CPU max_unpool3d has no integer kernels to stand in for aclnnMaxUnpool3d's")
     checked = 0
@@ -237,6 +255,50 @@ def test_scales_for_some_axes_are_dropped(mode, fwd, bwd):
                        bwd(g, sizes, [1, 2, 4, 4, 4]))
     raw = npu_upsample.ATEN_BACKWARD[mode](g, sizes, [1, 2, 4, 4, 4], 1.7, None, 1.9)
     assert not torch.equal(raw, bwd(g, sizes, [1, 2, 4, 4, 4])), "the sample must exercise the correction"
+
+
+def test_trilinear_device_scales():
+    """The glue passes the scales the spec uses (per axis, align_corners False,
+    > 0) and None for the rest; a negative scale or one beside align_corners
+    never reaches the device; empty inputs make no device call."""
+    calls = []
+
+    def spy(fn):
+        def run(*args):
+            calls.append(args[-4:])
+            return fn(*args)
+        return run
+
+    x = make_tensor((1, 2, 4, 4, 4), torch.float32)
+    g = make_tensor((1, 2, 5, 6, 7), torch.float32)
+    sizes, insz = [5, 6, 7], [1, 2, 4, 4, 4]
+    fwd, bwd = ops.upsample_trilinear3d, ops.upsample_trilinear3d_backward
+    old = npu_trilinear.ATEN_FORWARD, npu_trilinear.ATEN_BACKWARD
+    npu_trilinear.ATEN_FORWARD, npu_trilinear.ATEN_BACKWARD = spy(old[0]), spy(old[1])
+    try:
+        torch.testing.assert_close(on_npu_path(fwd.default, x, sizes, False, 1.3, -1.0, 1.9),
+                                   fwd(x, sizes, False, 1.3, -1.0, 1.9))
+        torch.testing.assert_close(on_npu_path(bwd.default, g, sizes, insz, True, 1.3, 2.0, 1.9),
+                                   bwd(g, sizes, insz, True, 1.3, 2.0, 1.9))
+        assert calls == [(False, 1.3, None, 1.9), (True, None, None, None)], calls
+        assert on_npu_path(fwd.default, torch.empty(0, 3, 2, 2, 2), [4, 4, 4], False).shape == (0, 3, 4, 4, 4)
+        assert on_npu_path(bwd.default, torch.empty(2, 0, 4, 4, 4), [4, 4, 4], [2, 0, 2, 2, 2], False).shape == \
+            (2, 0, 2, 2, 2)
+        assert len(calls) == 2
+    finally:
+        npu_trilinear.ATEN_FORWARD, npu_trilinear.ATEN_BACKWARD = old
+
+
+def test_trilinear_forward_split_along_planes(monkeypatch):
+    """N*C*iD*iH beyond its cap: one device call per chunk of planes, the same result."""
+    x = make_tensor((3, 2, 4, 5, 6), torch.float32)
+    monkeypatch.setattr(limits.row("upsample_trilinear3d", "nc_id_ih"), "max", 2 * 4 * 5)
+    shapes = []
+    fn = npu_trilinear.ATEN_FORWARD
+    monkeypatch.setattr(npu_trilinear, "ATEN_FORWARD", lambda t, *a: (shapes.append(tuple(t.shape)), fn(t, *a))[1])
+    got = on_npu_path(ops.upsample_trilinear3d.default, x, [8, 10, 12], False, 2.0, 2.0, 2.0)
+    assert len(shapes) > 1 and sum(s[0] * s[1] for s in shapes) == 6
+    torch.testing.assert_close(got, ops.upsample_trilinear3d(x, [8, 10, 12], False, 2.0, 2.0, 2.0))
 
 
 def test_channels_last_result_layout():

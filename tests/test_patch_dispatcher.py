@@ -49,6 +49,10 @@ CASES = [
      {"aten::upsample_nearest3d", "aten::upsample_nearest3d_backward"}),
     ("nearest-exact", lambda x: F.interpolate(x, size=(5, 3, 7), mode="nearest-exact"),
      {"aten::_upsample_nearest_exact3d", "aten::_upsample_nearest_exact3d_backward"}),
+    ("trilinear", lambda x: F.interpolate(x, scale_factor=(2, 1.5, 0.5), mode="trilinear"),
+     {"aten::upsample_trilinear3d", "aten::upsample_trilinear3d_backward"}),
+    ("trilinear align_corners", lambda x: F.interpolate(x, size=(5, 3, 7), mode="trilinear", align_corners=True),
+     {"aten::upsample_trilinear3d", "aten::upsample_trilinear3d_backward"}),
     ("smooth_l1 none", lambda x: F.smooth_l1_loss(x, torch.ones_like(x) * 0.3, reduction="none", beta=0.5),
      {"aten::smooth_l1_loss", "aten::smooth_l1_loss_backward"}),
     ("smooth_l1 mean", lambda x: F.smooth_l1_loss(x, torch.zeros_like(x), beta=0.5),
@@ -224,6 +228,12 @@ PASSED = [
     ("aten::leaky_relu", lambda: F.leaky_relu(torch.randn(*[1] * 9))),                 # 9 dims
     ("aten::leaky_relu_backward", lambda: torch.ops.aten.leaky_relu_backward(
         torch.ones(4, 5), torch.randn(5, 4).t(), 0.2, False)),                           # layouts differ
+    ("aten::upsample_trilinear3d", lambda: F.interpolate(torch.randn(1, 0, 2, 2, 2), scale_factor=2,
+                                                         mode="trilinear")),                 # empty C: torch's error
+    ("aten::upsample_trilinear3d", lambda: torch.ops.aten.upsample_trilinear3d(
+        torch.randn(2, 3, 4, 5, 6), [8, 10, 12], False, 3.0, None, None)),                  # a scale off the sizes
+    ("aten::upsample_trilinear3d_backward", lambda: torch.ops.aten.upsample_trilinear3d_backward(
+        torch.randn(2, 3, 8, 10, 12).int(), [8, 10, 12], [2, 3, 4, 5, 6], False)),          # not floating
     ("aten::max_unpool3d", lambda: torch.ops.aten.max_unpool3d(torch.ones(1, 1, 2, 2, 2), torch.zeros(
         1, 1, 2, 2, 2, dtype=torch.int64), [1, 2, 2], [1, 1, 1], [0, 0, 0])),  # a smaller output (any winner)
 ]

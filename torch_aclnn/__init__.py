@@ -35,6 +35,7 @@ from .ops.upsample import (  # noqa: E402
     upsample_nearest_exact3d,
     upsample_nearest_exact3d_backward,
 )
+from .ops.upsample_trilinear import upsample_trilinear3d, upsample_trilinear3d_backward  # noqa: E402
 
 # The PrivateUse1 (Ascend NPU) kernels; imports torch_npu defensively.
 from . import npu  # noqa: E402,F401
@@ -98,4 +99,6 @@ __all__ = [
     "upsample_nearest_exact3d_backward",
     "leaky_relu",
     "leaky_relu_backward",
+    "upsample_trilinear3d",
+    "upsample_trilinear3d_backward",
 ]

@@ -33,6 +33,7 @@ from ._torch_api import (functorch_transforms_active, has_kernel, is_view, plain
 from .ops._common import compiling, planned
 from .ops import elu as _elu, max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
 from .ops import leaky_relu as _lrelu
+from .ops import upsample_trilinear as _tri
 
 __all__ = ["ROUTES", "call", "decide"]
 
@@ -161,8 +162,10 @@ def _interpolate_plan(op, input, size, scale_factor, recompute_scale_factor, ali
     operator's (output size, scales), or the reason."""
     if input.dim() != 5:
         return f"{input.dim()}-D input"
-    if align_corners is not None or antialias:
-        return "align_corners/antialias given"
+    if antialias:
+        return "antialias given"
+    if align_corners is not None and (op != "upsample_trilinear3d" or type(align_corners) is not bool):
+        return "align_corners given for a nearest mode, or not a bool"
     if (size is None) == (scale_factor is None):
         return "size and scale_factor both or neither given"
     if size is not None and not _size3(size, _INTS):
@@ -172,7 +175,7 @@ def _interpolate_plan(op, input, size, scale_factor, recompute_scale_factor, ali
     for s in input.shape[1:]:
         if not s > 0:  # (torch refuses an empty C, D, H or W; an empty N is fine)
             return "an empty C, D, H or W axis"
-    return _up._resolve(op, input, size, scale_factor, recompute_scale_factor)
+    return _up.resolve_size(op, input, size, scale_factor, recompute_scale_factor)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -181,6 +184,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         op = "upsample_nearest3d"
     elif mode == "nearest-exact":
         op = "upsample_nearest_exact3d"
+    elif mode == "trilinear":
+        op = "upsample_trilinear3d"
     else:
         return f"mode={mode!r}"
     why = _tensor(input, op)
@@ -191,6 +196,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if isinstance(resolved, str):
         return resolved
     output_size, scales = resolved
+    if op == "upsample_trilinear3d":
+        return _tri._FORWARD[+compiling()](input, output_size, bool(align_corners), *scales)
     return _up._OPS[op][+compiling()](input, output_size, *scales)
 
 

@@ -46,6 +46,9 @@ FAMILIES = (
            autocast_fp32=(("max_unpool3d", "cpu"),)),
     Family("max_pool", ("max_pool3d_with_indices", "max_pool3d_with_indices_backward"),
            aten={"max_pool3d_with_indices": "aten::max_pool3d_with_indices"}),
+    Family("upsample_trilinear", ("upsample_trilinear3d", "upsample_trilinear3d_backward"),
+           aten={"upsample_trilinear3d": "aten::upsample_trilinear3d"},
+           autocast_fp32=(("upsample_trilinear3d", "cuda"),)),
     Family("leaky_relu", ("leaky_relu", "leaky_relu_backward"), aten={"leaky_relu": "aten::leaky_relu"}),
 )
 

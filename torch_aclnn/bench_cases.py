@@ -55,6 +55,7 @@ def describe_sizes(size: str) -> str:
     return (f"upsample: input (grad_input) {tuple(UPSAMPLE_INPUT[size])} (narrow rows: "
             f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1, leaky_relu: {numel} elements; "
             f"max_unpool3d, max_pool3d_with_indices[_backward]: pooling of {tuple(UNPOOL_INPUT[size])}; "
+            f"upsample_trilinear3d[_backward]: the upsample sizes; "
             f"overhead: 1 element")
 
 
@@ -186,6 +187,77 @@ def _upsample_cases():
                           "functional", _upsample_backward("nearest", scale, False, torch.float32, False,
                                                            UPSAMPLE_NARROW),
                           aten_name=_name(aten_bwd), target_ratio=1.0))
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# upsample_trilinear3d (docs/spec.md §10)
+
+def _lerp_floor(t):
+    """('lerp', callable): the interpolation's arithmetic alone, one weighted
+    pair (a * w0 + b * w1) per element per axis, on cache-resident chunks of
+    ``t`` widened to float32 (as the kernels compute)."""
+    chunks = t.reshape(-1).split(_EXP_CHUNK)
+    buf = torch.empty(_EXP_CHUNK, dtype=torch.float32)
+    tmp = torch.empty(_EXP_CHUNK, dtype=torch.float32)
+
+    def run():
+        for c in chunks:
+            b, u = buf[:c.numel()], tmp[:c.numel()]
+            b.copy_(c)
+            for _ in range(3):  # D, H and W
+                torch.mul(b, 0.75, out=u)
+                u.add_(b, alpha=0.25)
+    return "lerp", run
+
+
+def _trilinear_backward(scale, align, channels_last, dtype, out_form):
+    def build(size):
+        input_size = list(UPSAMPLE_INPUT[size])
+        output_size = [math.floor(s * scale) for s in input_size[2:]]
+        scales = (None,) * 3 if align else (scale,) * 3
+        go = _randn(input_size[:2] + output_size, dtype, channels_last)
+        args = (go, output_size, input_size, align, *scales)
+        if not out_form:
+            return Setup(lambda: _ours.upsample_trilinear3d_backward(*args),
+                         lambda: _aten.upsample_trilinear3d_backward(*args), [go], compute=_lerp_floor(go))
+        gi_ours = _empty(input_size, dtype, channels_last)
+        gi_aten = _empty(input_size, dtype, channels_last)
+        return Setup(lambda: (_ours.upsample_trilinear3d_backward.grad_input(*args, grad_input=gi_ours), gi_ours)[1],
+                     lambda: _aten.upsample_trilinear3d_backward.grad_input(*args, grad_input=gi_aten), [go],
+                     compute=_lerp_floor(go))
+    return build
+
+
+def _trilinear_forward(scale, align, channels_last, dtype):
+    def build(size):
+        input_size = list(UPSAMPLE_INPUT[size])
+        output_size = [math.floor(s * scale) for s in input_size[2:]]
+        scales = (None,) * 3 if align else (scale,) * 3
+        x = _randn(input_size, dtype, channels_last)
+        args = (x, output_size, align, *scales)
+        return Setup(lambda: _ours.upsample_trilinear3d(*args), lambda: _aten.upsample_trilinear3d(*args), [x],
+                     compute=_lerp_floor(x))
+    return build
+
+
+def _trilinear_cases():
+    """Up by 2 (the decoder's step; align_corners too) and 1.5, down by 2, both
+    layouts, float32 and bfloat16: every case >= 1.0x aten's CPU kernel."""
+    cases = []
+    configs = [(2.0, False, False), (2.0, False, True), (2.0, True, False), (1.5, False, False), (0.5, False, False)]
+    for dtype in (torch.float32, torch.bfloat16):
+        for scale, align, cl in configs:
+            name = f"scale {scale:g}{' align_corners' if align else ''} {'channels_last_3d' if cl else 'NCDHW'}"
+            for out_form in (False, True):
+                cases.append(Case("upsample_trilinear3d_backward", name, dtype, "out=" if out_form else "functional",
+                                  _trilinear_backward(scale, align, cl, dtype, out_form),
+                                  overload="grad_input" if out_form else "default",
+                                  aten_name="aten.upsample_trilinear3d_backward" + (".grad_input" if out_form else ""),
+                                  target_ratio=1.0))
+            cases.append(Case("upsample_trilinear3d", name, dtype, "functional",
+                              _trilinear_forward(scale, align, cl, dtype), aten_name="aten.upsample_trilinear3d",
+                              target_ratio=1.0))
     return cases
 
 
@@ -392,6 +464,7 @@ def _overhead_cases(grad: bool):
     from . import ops  # (the public API; imported here, as torch_aclnn imports this module)
     up, elu_ops, sl1_ops = ops.upsample, ops.elu, ops.smooth_l1
     unpool_ops, pool_ops = ops.max_unpool, ops.max_pool
+    tri_ops = ops.upsample_trilinear
     f32 = torch.float32
     one5 = [1, 1, 1, 1, 1]
 
@@ -462,6 +535,19 @@ def _overhead_cases(grad: bool):
         return Setup(lambda: pool_ops.max_pool3d_with_indices(x, 1), lambda: F.max_pool3d(x, 1, return_indices=True),
                      [x], entry=lambda: _ours.max_pool3d_with_indices.default(x, [1], [], [0], [1], False))
 
+    def tri(size):
+        x = randn(one5)
+        return Setup(lambda: tri_ops.upsample_trilinear3d(x, [1, 1, 1]),
+                     lambda: F.interpolate(x, [1, 1, 1], mode="trilinear"), [x],
+                     entry=lambda: _ours.upsample_trilinear3d.default(x, [1, 1, 1], False, None, None, None))
+
+    def tri_b(size):
+        g = randn(one5)
+        return Setup(lambda: tri_ops.upsample_trilinear3d_backward(g, [1, 1, 1], one5, False),
+                     lambda: _aten.upsample_trilinear3d_backward(g, [1, 1, 1], one5, False), [g],
+                     entry=lambda: _ours.upsample_trilinear3d_backward.default(g, [1, 1, 1], one5, False, None, None,
+                                                                               None))
+
     def pool_b(size):
         g, x, idx = randn(one5), randn(one5), torch.zeros(one5, dtype=torch.int64)
         return Setup(lambda: pool_ops.max_pool3d_with_indices_backward(g, x, idx, 1),
@@ -478,6 +564,8 @@ def _overhead_cases(grad: bool):
                   ("max_pool3d_with_indices", pool, "F.max_pool3d (return_indices)"),
                   ("max_pool3d_with_indices_backward", pool_b, "aten.max_pool3d_with_indices_backward"),
                   ("leaky_relu", lrelu, "F.leaky_relu"), ("leaky_relu_backward", lrelu_b, "aten.leaky_relu_backward")])
+                  ("upsample_trilinear3d", tri, "F.interpolate (trilinear)"),
+                  ("upsample_trilinear3d_backward", tri_b, "aten.upsample_trilinear3d_backward")])
     name, target = ("1 element, autograd on", 1.2) if grad else ("1 element", 1.5)
     return [Case(op, name, f32, "functional", build, kind="overhead", aten_name=aten, target_overhead=target)
             for op, build, aten in entries]
@@ -538,6 +626,7 @@ def targets(case: Case, device: str) -> tuple:
 def all_cases() -> list[Case]:
     return (_upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _max_pool_cases()
             + _leaky_relu_cases()
+            + _trilinear_cases()
             + _overhead_cases(False)
             + _overhead_cases(True))
 

@@ -37,10 +37,22 @@ inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
                    arg, " must be float32, float64, float16 or bfloat16, got ", t);
 }
 
+// Which axes use their given scale (and must then agree with the sizes, row
+// 10): all three or none for nearest (use_scales), axis by axis for trilinear
+// (contracts/upsample_trilinear.h).
+struct UsedScales {
+  bool axis[3];
+};
+inline UsedScales all_or_nothing(const Scale (&s)[3]) {
+  const bool u = use_scales(s);
+  return {{u, u, u}};
+}
+
 // output_size, input_size (N, C, D, H, W) and the scales: the rules shared by
-// the forward (input_size = self's shape) and the backward.
+// the forward (input_size = self's shape) and the backward, of every upsample
+// family.
 inline void check_sizes(const char* op, c10::SymIntArrayRef output_size, c10::SymIntArrayRef input_size,
-                        const Scale (&scales)[3], const char* input_name) {
+                        const Scale (&scales)[3], const char* input_name, UsedScales used) {
   ACLNN_CHECK_VALUE(output_size.size() == 3, op, "output_size must have 3 elements (D, H, W), got ",
                     output_size.size(), " (", fmt_list(output_size), ")");
   for (size_t i = 0; i < 3; ++i) {
@@ -59,8 +71,8 @@ inline void check_sizes(const char* op, c10::SymIntArrayRef output_size, c10::Sy
     ACLNN_CHECK_VALUE(!scales[i].has_value() || std::isfinite(*scales[i]), op, kScaleNames[i],
                       " must be finite (> 0 to use the scales, <= 0 or None to ignore them), got ", *scales[i]);
   }
-  if (!use_scales(scales)) return;
   for (size_t i = 0; i < 3; ++i) {
+    if (!used.axis[i]) continue;
     // output_size[i] == floor(input_size[2+i] * scale), written as two
     // comparisons so it also holds (as guards) for symbolic sizes.
     const c10::SymFloat prod = input_size[2 + i] * *scales[i];
@@ -68,7 +80,8 @@ inline void check_sizes(const char* op, c10::SymIntArrayRef output_size, c10::Sy
     const c10::SymFloat out_next = output_size[i] + 1;
     ACLNN_CHECK_VALUE(out <= prod && prod < out_next, op, "output_size[", i, "] must equal floor(",
                       input_name, "[", 2 + i, "] * ", kScaleNames[i], ") = floor(", val(input_size[2 + i]),
-                      " * ", *scales[i], ") when all scales are given, got ", val(output_size[i]));
+                      " * ", *scales[i], ") when ", used.axis[0] && used.axis[1] && used.axis[2] ? "all scales are" : "the scale is",
+                      " given, got ", val(output_size[i]));
   }
 }
 
@@ -81,16 +94,15 @@ inline c10::MemoryFormat result_format(const at::Tensor& t) {
 
 using Plan = torch_aclnn::Plan<>;
 
-// The result: (N, C, *output_size) in result_format(self).
-template <Mode mode>
-Plan check_forward(const at::Tensor& self, c10::SymIntArrayRef output_size, Scale sd, Scale sh, Scale sw) {
-  const Scale scales[3] = {sd, sh, sw};
-  const char* op = forward_name(mode);
+// The result: (N, C, *output_size) in result_format(self). The rules of every
+// upsample forward; op names the operator, used the axes whose scale counts.
+inline Plan check_forward_sizes(const char* op, const at::Tensor& self, c10::SymIntArrayRef output_size,
+                                const Scale (&scales)[3], UsedScales used) {
   const c10::Device device = one_device(op, {{"self", self}});
   check_dtype(op, "self", self.scalar_type());
   ACLNN_CHECK_VALUE(self.dim() == 5, op, "self must be 5-D (N, C, D, H, W), got ", self.dim(),
                     "-D with shape ", fmt_list(self.sym_sizes()));
-  check_sizes(op, output_size, self.sym_sizes(), scales, "self.shape");
+  check_sizes(op, output_size, self.sym_sizes(), scales, "self.shape", used);
   const auto s = self.sym_sizes();
   Result r;
   r.sizes = {s[0], s[1], output_size[0], output_size[1], output_size[2]};
@@ -101,14 +113,19 @@ Plan check_forward(const at::Tensor& self, c10::SymIntArrayRef output_size, Scal
   return {r};
 }
 
+template <Mode mode>
+Plan check_forward(const at::Tensor& self, c10::SymIntArrayRef output_size, Scale sd, Scale sh, Scale sw) {
+  const Scale scales[3] = {sd, sh, sw};
+  return check_forward_sizes(forward_name(mode), self, output_size, scales, all_or_nothing(scales));
+}
+
 // The result: input_size in result_format(grad_output). out: grad_input of
 // the out= overload, written in place when dense in that layout or the other
 // 5-D one and sharing no memory with grad_output.
-template <Mode mode>
-Plan check_backward(const at::Tensor& grad_output, c10::SymIntArrayRef output_size, c10::SymIntArrayRef input_size,
-                    Scale sd, Scale sh, Scale sw, Out out = {}) {
-  const Scale scales[3] = {sd, sh, sw};
-  const char* op = backward_name(mode);
+// The rules of every upsample backward.
+inline Plan check_backward_sizes(const char* op, const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                                 c10::SymIntArrayRef input_size, const Scale (&scales)[3], UsedScales used,
+                                 const Out& out) {
   const at::Tensor& grad_input = out.tensor;
   const c10::Device device = one_device(op, {{"grad_output", grad_output}}, grad_input);
   check_dtype(op, "grad_output", grad_output.scalar_type());
@@ -119,7 +136,7 @@ Plan check_backward(const at::Tensor& grad_output, c10::SymIntArrayRef output_si
   }
   ACLNN_CHECK_VALUE(grad_output.dim() == 5, op, "grad_output must be 5-D (N, C, D, H, W), got ",
                     grad_output.dim(), "-D with shape ", fmt_list(grad_output.sym_sizes()));
-  check_sizes(op, output_size, input_size, scales, "input_size");
+  check_sizes(op, output_size, input_size, scales, "input_size", used);
   check_fits_int64(op, "grad_input", input_size, c10::elementSize(grad_output.scalar_type()));
   const auto go = grad_output.sym_sizes();
   for (size_t i = 0; i < 3; ++i) {
@@ -148,6 +165,14 @@ Plan check_backward(const at::Tensor& grad_output, c10::SymIntArrayRef output_si
   r.out_dense = true;
   r.reads = {&grad_output};
   return {r};
+}
+
+template <Mode mode>
+Plan check_backward(const at::Tensor& grad_output, c10::SymIntArrayRef output_size, c10::SymIntArrayRef input_size,
+                    Scale sd, Scale sh, Scale sw, Out out = {}) {
+  const Scale scales[3] = {sd, sh, sw};
+  return check_backward_sizes(backward_name(mode), grad_output, output_size, input_size, scales,
+                              all_or_nothing(scales), out);
 }
 
 // ---------------------------------------------------------------------------

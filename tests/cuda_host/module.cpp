@@ -12,6 +12,7 @@
 #include "max_unpool.h"
 #include "smooth_l1.h"
 #include "upsample.h"
+#include "upsample_trilinear.h"
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   auto deferred = m.def_submodule("deferred");
@@ -28,4 +29,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   register_upsample(upsample);
   auto leaky_relu = m.def_submodule("leaky_relu");
   register_leaky_relu(leaky_relu);
+  auto upsample_trilinear = m.def_submodule("upsample_trilinear");
+  register_upsample_trilinear(upsample_trilinear);
 }

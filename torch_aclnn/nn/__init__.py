@@ -3,14 +3,14 @@
 Each class subclasses the torch.nn module it replaces and overrides only
 ``forward``, which calls :mod:`torch_aclnn.nn.functional`: a call inside the
 operator's contract runs torch_aclnn's kernels, any other call (4-D input to
-Upsample, mode='trilinear', a legacy argument torch_aclnn does not cover, ...)
+Upsample, mode='bilinear', a legacy argument torch_aclnn does not cover, ...)
 runs torch's, unchanged. Constructor arguments, defaults, attributes and
 ``state_dict`` are torch's own (none of these modules has parameters or
 buffers, so a state_dict saved from either loads into the other, strictly),
 ``isinstance(m, torch.nn.ELU)`` stays true, and the repr names torch_aclnn:
 ``torch_aclnn.ELU(alpha=1.0)``.
 
-    torch.nn.Upsample     -> Upsample     (routed: 5-D input, mode 'nearest' or 'nearest-exact')
+    torch.nn.Upsample     -> Upsample     (routed: 5-D input, mode 'nearest', 'nearest-exact' or 'trilinear')
     torch.nn.ELU          -> ELU
     torch.nn.SELU         -> SELU
     torch.nn.CELU         -> CELU
@@ -66,9 +66,10 @@ class _Module:
 
 class Upsample(_Module, torch.nn.Upsample):
     """``torch.nn.Upsample``; 5-D input with mode 'nearest'
-    (aclnnUpsampleNearest3d[Backward]) or 'nearest-exact'
-    (aclnnUpsampleNearestExact3d[Backward]) is computed by torch_aclnn.
-    The index rule: docs/ops/upsample.md."""
+    (aclnnUpsampleNearest3d[Backward]), 'nearest-exact'
+    (aclnnUpsampleNearestExact3d[Backward]) or 'trilinear'
+    (aclnnUpsampleTrilinear3d[Backward]) is computed by torch_aclnn.
+    The rules: docs/ops/upsample.md, docs/ops/upsample_trilinear.md."""
 
     def forward(self, input: Tensor) -> Tensor:
         if torch.jit.is_scripting():
@@ -180,7 +181,7 @@ def _why_kept(m: torch.nn.Module):
     """Why a module of a covered kind is left as it is (None: swap it)."""
     if type(m) not in _REPLACEMENTS:
         return f"a subclass of torch.nn.{next(c for c in _REPLACEMENTS if isinstance(m, c)).__name__}"
-    if isinstance(m, torch.nn.Upsample) and m.mode not in ("nearest", "nearest-exact"):
+    if isinstance(m, torch.nn.Upsample) and m.mode not in ("nearest", "nearest-exact", "trilinear"):
         return f"mode={m.mode!r}, which torch_aclnn never computes"
     return None
 

@@ -7,7 +7,7 @@ gives torch's answer or torch's own error). The decision is made per call by
 torch_aclnn/_dropin.py, the same one ``torch_aclnn.patch()`` makes. What
 routes and what passes through: docs/patch.md.
 
-    interpolate     5-D input, mode 'nearest' / 'nearest-exact'
+    interpolate     5-D input, mode 'nearest' / 'nearest-exact' / 'trilinear'
     elu, selu, celu any floating input of at most 8 dims; inplace=True too
     smooth_l1_loss  floating input and target that broadcast; legacy
                     size_average / reduce as torch turns them into reduction
@@ -38,8 +38,9 @@ __all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss",
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners: Optional[bool] = None, recompute_scale_factor: Optional[bool] = None,
                 antialias: bool = False) -> Tensor:
-    """``torch.nn.functional.interpolate``; 'nearest' and 'nearest-exact' on 5-D
-    input run upsample_nearest3d / upsample_nearest_exact3d."""
+    """``torch.nn.functional.interpolate``; 'nearest', 'nearest-exact' and
+    'trilinear' on 5-D input run upsample_nearest3d / upsample_nearest_exact3d /
+    upsample_trilinear3d."""
     return call(_F.interpolate, input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 
 

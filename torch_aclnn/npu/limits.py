@@ -47,6 +47,8 @@ _SL1_SRC = "ops-nn loss/smooth_l1_loss_v2/op_api/aclnn_smooth_l1_loss.cpp"
 _UNPOOL_DOC = "ops-nn index/scatter_elements/docs/aclnnMaxUnpool3d.md"
 _POOL_FWD_DOC = "ops-nn pooling/max_pool3d_with_argmax/docs/aclnnMaxPool3dWithArgmax.md"
 _POOL_BWD_DOC = "ops-nn pooling/max_pool3d_grad_with_argmax/docs/aclnnMaxPool3dWithArgmaxBackward.md"
+_TRILINEAR_FWD_DOC = ("ops-cv image/resize_upsample_trilinear/docs/aclnnUpsampleTrilinear3d_en.md "
+                      "'Constraints' (docs/spec.md §10 device limits)")
 
 GIB = 1 << 30
 
@@ -123,6 +125,22 @@ LIMITS = (
     Limit(("max_pool3d_with_indices", "max_pool3d_with_indices_backward"), "dtype",
           "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)", CPU, False, _not({torch.float64}),
           f"{_POOL_FWD_DOC}, {_POOL_BWD_DOC} (parameter tables); docs/spec.md §9 dtypes"),
+    # ---- §10 upsample_trilinear3d (aclnnUpsampleTrilinear3d; its backward's document lists none) --
+    Limit(("upsample_trilinear3d",), "axis_nc", "every axis of self and out <= 2^20 (N, C)", SPLIT, 1 << 20,
+          lambda g: 1, _TRILINEAR_FWD_DOC),
+    Limit(("upsample_trilinear3d",), "axis_dhw", "every axis of self and out <= 2^20 (D, H, W)", CPU, 1 << 20,
+          lambda g: max(*g.out, *g.inp), _TRILINEAR_FWD_DOC),
+    Limit(("upsample_trilinear3d",), "workspace",
+          "N*C*(iD*iH*iW + oD*oH*oW + iD*iH*oW + iD*oH*oW)*4 bytes < 60 GiB", SPLIT, 60 * GIB - 1,
+          lambda g: 4 * (g.inp[0] * g.inp[1] * g.inp[2] + g.out[0] * g.out[1] * g.out[2]
+                         + g.inp[0] * g.inp[1] * g.out[2] + g.inp[0] * g.out[1] * g.out[2]),
+          _TRILINEAR_FWD_DOC),
+    Limit(("upsample_trilinear3d",), "nc_id_ih", "N*C*iD*iH < 2^31", SPLIT, (1 << 31) - 1,
+          lambda g: g.inp[0] * g.inp[1], _TRILINEAR_FWD_DOC),
+    Limit(("upsample_trilinear3d",), "ow_oh", "oW*oH < 2^31", CPU, (1 << 31) - 1,
+          lambda g: g.out[1] * g.out[2], _TRILINEAR_FWD_DOC),
+    Limit(("upsample_trilinear3d",), "downscale", "down-scale factor (input / output size) <= 50", CPU, 50.0,
+          lambda g: max(g.down), _TRILINEAR_FWD_DOC),
     # ---- §11 leaky_relu --------------------------------------------------------------------------
     # aclnnLeakyRelu takes negative_slope as float32 (aclScalar::ToFloat); the backward's document
     # lists DOUBLE but not how the slope reaches its kernel, so float64 stays on the CPU for both.

@@ -44,8 +44,10 @@ def _size_element(op: str, name: str, value, shown=None):
     return int_arg(op, name, value, minimum=1, shown=shown)
 
 
-def _resolve(op: str, input: torch.Tensor, size, scale_factor, recompute_scale_factor):
-    """F.interpolate's size / scale_factor rules for a 5-D input."""
+def resolve_size(op: str, input: torch.Tensor, size, scale_factor, recompute_scale_factor):
+    """F.interpolate's size / scale_factor rules for a 5-D input: the output
+    size and the scales to pass (every 5-D upsample family's, the trilinear's
+    too)."""
     require(op, input=input)
     tensors(op, input=input)
     if input.dim() != 5:
@@ -73,7 +75,7 @@ def upsample_nearest3d(input: torch.Tensor, size: Optional[Size3] = None,
     Index rule (docs/spec.md §1): ``src = min(floor(dst * s), in - 1)`` in float32 with
     ``s = 1/scale`` when all three scales are given, else ``in/out``.
     """
-    output_size, scales = planned(_resolve, "upsample_nearest3d", input, size, scale_factor, recompute_scale_factor)
+    output_size, scales = planned(resolve_size, "upsample_nearest3d", input, size, scale_factor, recompute_scale_factor)
     return _OPS["upsample_nearest3d"][+compiling()](input, output_size, *scales)
 
 
@@ -84,7 +86,7 @@ def upsample_nearest_exact3d(input: torch.Tensor, size: Optional[Size3] = None,
 
     Index rule (docs/spec.md §2): ``src = min(floor((dst + 0.5) * s), in - 1)``.
     """
-    output_size, scales = planned(_resolve, "upsample_nearest_exact3d", input, size, scale_factor,
+    output_size, scales = planned(resolve_size, "upsample_nearest_exact3d", input, size, scale_factor,
                                   recompute_scale_factor)
     return _OPS["upsample_nearest_exact3d"][+compiling()](input, output_size, *scales)
 
