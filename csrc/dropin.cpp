@@ -184,6 +184,15 @@ bool max_pool_backward_rule(Args a) {
 // aten's argument order -> torch_aclnn's: indices third.
 void max_pool_backward_order(torch::jit::Stack& s) { std::rotate(s.begin() + 2, s.begin() + 7, s.begin() + 8); }
 
+// avg_pool3d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+bool avg_pool_rule(Args a) { return pool_input(a[0]); }
+
+// avg_pool3d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+//                     divisor_override)
+bool avg_pool_backward_rule(Args a) {
+  return floating(a[0]) && pool_input(a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
+}
+
 enum Backend { kCPU, kCUDA, kBackends };
 
 struct Route {
@@ -213,6 +222,8 @@ Route g_routes[] = {
     {"max_pool3d_with_indices", "max_pool3d_with_indices", max_pool_rule},
     {"max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward", max_pool_backward_rule,
      max_pool_backward_order, false, /*aten_checks_indices=*/false},
+    {"avg_pool3d", "avg_pool3d", avg_pool_rule, nullptr, true},
+    {"avg_pool3d_backward", "avg_pool3d_backward", avg_pool_backward_rule, nullptr, true},
 };
 
 bool on_cuda(Args a) {

@@ -88,6 +88,8 @@ def simulated_spec(name, s) -> bool:
         return s.args[0].dtype.is_floating_point
     if name == "max_pool3d_with_indices_backward":  # aten rounds float16/bfloat16 after each addition
         return s.exact_vs_aten
+    if OPS[name].family == "avg_pool":  # aten's CPU kernels have no float16/bfloat16 avg_pool3d
+        return s.args[0].dtype in (torch.float32, torch.float64)
     return True
 
 
@@ -494,6 +496,9 @@ def test_exact_scale_above_50_uses_the_cpu_kernel(monkeypatch):
                                 torch.arange(8).repeat(2).view(1, 2, 2, 2, 2), [2, 2, 2], [1, 1, 1], [0, 0, 0])),
     (ops.smooth_l1_loss_backward, lambda: (make_tensor((), torch.float64), make_tensor((3, 4), torch.float64),
                                            make_tensor((4,), torch.float64), 2, 0.5)),
+    (ops.avg_pool3d, lambda: (make_tensor((1, 2, 4, 4, 4), torch.float64), [2], [], [0], False, True, None)),
+    (ops.avg_pool3d_backward, lambda: (make_tensor((1, 2, 2, 2, 2), torch.float64),
+                                       make_tensor((1, 2, 4, 4, 4), torch.float64), [2], [], [0], False, True, None)),
 ])
 def test_dtype_without_an_aclnn_kernel_uses_the_cpu_kernel(op, args):
     a = args()
@@ -727,3 +732,13 @@ def test_npu_upsample_backward_deterministic_mode():
     finally:
         torch.use_deterministic_algorithms(prev)
     assert all(torch.equal(runs[0], r) for r in runs[1:])
+
+
+def test_avg_pool_kernel_larger_than_self_uses_the_cpu_kernel():
+    """aclnnAvgPool3d's document refuses a kernel_size larger than self on some axis;
+    the contract (as aten) takes it where the padding makes the pooled size >= 1."""
+    x = make_tensor((1, 2, 1, 4, 4), torch.float32)
+    args = (x, [3], [1], [1], False, False, None)
+    with pytest.warns(_glue.DeviceLimitWarning, match="kernel_size"):
+        got = on_npu_path(ops.avg_pool3d.default, *args)
+    assert torch.equal(got, ops.avg_pool3d(*args))

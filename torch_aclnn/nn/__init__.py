@@ -45,8 +45,8 @@ from torch import Tensor
 
 from . import functional
 
-__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "convert",
-           "functional"]
+__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "AvgPool3d",
+           "convert", "functional"]
 
 _log = logging.getLogger("torch_aclnn")
 
@@ -151,6 +151,20 @@ class MaxPool3d(_Module, torch.nn.MaxPool3d):
                                      ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
+class AvgPool3d(_Module, torch.nn.AvgPool3d):
+    """``torch.nn.AvgPool3d(kernel_size, stride=None, padding=0, ceil_mode=False,
+    count_include_pad=True, divisor_override=None)`` on aclnnAvgPool3d[Backward]: the
+    gradient is a deterministic gather on every device, also where aten's CUDA kernel
+    refuses ``use_deterministic_algorithms(True)``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                self.count_include_pad, self.divisor_override)
+        return functional.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                     self.count_include_pad, self.divisor_override)
+
+
 _REPLACEMENTS = {
     torch.nn.Upsample: Upsample,
     torch.nn.ELU: ELU,
@@ -160,6 +174,7 @@ _REPLACEMENTS = {
     torch.nn.HuberLoss: HuberLoss,
     torch.nn.MaxUnpool3d: MaxUnpool3d,
     torch.nn.MaxPool3d: MaxPool3d,
+    torch.nn.AvgPool3d: AvgPool3d,
 }
 
 
@@ -178,7 +193,7 @@ def convert(module: torch.nn.Module) -> torch.nn.Module:
     the (possibly new) root.
 
     Swapped: Upsample, ELU, SELU, CELU, SmoothL1Loss, HuberLoss,
-    MaxUnpool3d and MaxPool3d, matched by exact type. Each call of a swapped module is
+    MaxUnpool3d, MaxPool3d and AvgPool3d, matched by exact type. Each call of a swapped module is
     still computed by torch when it lies outside torch_aclnn's contract (a
     4-D Upsample input, say), so converting never breaks a model. Left alone:
     subclasses of those classes (their forward may be their own) and

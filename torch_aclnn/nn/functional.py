@@ -14,6 +14,7 @@ routes and what passes through: docs/patch.md.
     huber_loss      as smooth_l1_loss, delta > 0, no weight
     max_unpool3d    4-D or 5-D floating input, int64 indices
     max_pool3d      4-D or 5-D floating input (return_indices or not)
+    avg_pool3d      4-D or 5-D floating input
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from torch import Tensor
 
 from .._dropin import call
 
-__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d"]
+__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
+           "avg_pool3d"]
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
@@ -76,3 +78,10 @@ def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     the values, or (values, indices) with ``return_indices``. The gradient is
     deterministic on every device."""
     return call(_F.max_pool3d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override=None) -> Tensor:
+    """``torch.nn.functional.avg_pool3d`` on torch_aclnn's avg_pool3d[_backward]: the
+    gradient is a deterministic gather on every device."""
+    return call(_F.avg_pool3d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)

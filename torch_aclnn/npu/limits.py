@@ -45,6 +45,8 @@ _SL1_SRC = "ops-nn loss/smooth_l1_loss_v2/op_api/aclnn_smooth_l1_loss.cpp"
 _UNPOOL_DOC = "ops-nn index/scatter_elements/docs/aclnnMaxUnpool3d.md"
 _POOL_FWD_DOC = "ops-nn pooling/max_pool3d_with_argmax/docs/aclnnMaxPool3dWithArgmax.md"
 _POOL_BWD_DOC = "ops-nn pooling/max_pool3d_grad_with_argmax/docs/aclnnMaxPool3dWithArgmaxBackward.md"
+_AVG_FWD_DOC = "ops-nn pooling/avg_pool3_d/docs/aclnnAvgPool3d_en.md"
+_AVG_BWD_DOC = "ops-nn pooling/avg_pool3_d_grad/docs/aclnnAvgPool3dBackward_en.md"
 
 GIB = 1 << 30
 
@@ -121,6 +123,11 @@ LIMITS = (
     Limit(("max_pool3d_with_indices", "max_pool3d_with_indices_backward"), "dtype",
           "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)", CPU, False, _not({torch.float64}),
           f"{_POOL_FWD_DOC}, {_POOL_BWD_DOC} (parameter tables); docs/spec.md §9 dtypes"),
+    # ---- §12 avg_pool3d_backward ---------------------------------------------------------------
+    Limit(("avg_pool3d", "avg_pool3d_backward"), "dtype", "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)",
+          CPU, False, _not({torch.float64}), f"{_AVG_FWD_DOC}, {_AVG_BWD_DOC} (parameter tables); docs/spec.md §12"),
+    Limit(("avg_pool3d",), "kernel_size", "kernel_size <= self's size on every axis", CPU, False,
+          lambda g: g.kernel_beyond_self, f"{_AVG_FWD_DOC} (kernelSize); docs/spec.md §12 device limits"),
 )
 
 
