@@ -981,7 +981,6 @@ AVG_WINDOWS = (  # (shape, kernel_size, stride, padding, ceil_mode, count_includ
     ((2, 2, 5, 5, 7), [3, 2, 3], [1, 2, 2], [1, 1, 0], True, True, None),
     ((1, 3, 5, 6, 11), [2, 3, 5], [3, 2, 4], [1, 1, 2], False, False, -3),
     ((3, 5, 4, 6), [2, 3, 1], [1, 3, 1], [0], False, True, 7),  # 4-D
-    ((1, 2, 1, 2, 3), [3], [1], [1], False, False, None),  # kernel larger than self
 )
 
 

@@ -16,7 +16,8 @@
 //           [1, 2^31)                                              ValueError
 //   row 7   padding: 1 or 3 elements, each in [0, kernel_size/2]   ValueError
 //   row 8   divisor_override: None or != 0                         ValueError
-//   row 9   the pooled size is >= 1 on every axis                  ValueError
+//   row 9   kernel_size <= self's size and the pooled size >= 1
+//           on every axis                                          ValueError
 //   row 10  grad_output has the pooled shape                       ValueError
 //   row 11  out has self's shape                                   ValueError
 //
@@ -59,12 +60,17 @@ inline Window check_window(const char* op, at::IntArrayRef kernel_size, at::IntA
   return {ksp.kernel, ksp.stride, ksp.padding, ceil_mode, count_include_pad, divisor_override.value_or(0)};
 }
 
-// Row 9: self's leading axes, then the pooled (oD, oH, oW).
+// Row 9: self's leading axes, then the pooled (oD, oH, oW). A window
+// larger than self is refused even where the padding would make room (aten
+// and aclnnAvgPool3d's document both refuse it).
 inline c10::SmallVector<c10::SymInt, 5> pooled_sizes(const char* op, const at::Tensor& self, const Window& w) {
   const auto s = self.sym_sizes();
   const int64_t d = self.dim() - 3;
   c10::SmallVector<c10::SymInt, 5> pooled(s.begin(), s.begin() + d);
   for (int i = 0; i < 3; ++i) {
+    ACLNN_CHECK_VALUE(s[d + i] >= w.kernel[i], op, "kernel_size must be <= self's size on every axis, got ",
+                      "kernel_size ", fmt_list(w.kernel), " for self shape ", fmt_list(s), " (axis ", i,
+                      " (D, H, W))");
     pooled.push_back(
         pooling::pooled_size_of(op, s[d + i], w.kernel[i], w.stride[i], w.padding[i], 1, w.ceil_mode, i, s));
   }

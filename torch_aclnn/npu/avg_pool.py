@@ -14,9 +14,7 @@ aclnnAvgPool3dBackward adds the terms of one position (documented as
 non-deterministic unless deterministic mode is set), which decides whether
 its float32 result is bitwise the spec's.
 Device limits (torch_aclnn/npu/limits.py): float64 (not in the aclnn dtype
-lists) and, for the forward, a kernel_size larger than self on some axis
-(refused by aclnnAvgPool3d's document) go to the CPU kernels. Empty results
-return without a device call.
+lists) goes to the CPU kernels. Empty results return without a device call.
 """
 from __future__ import annotations
 
@@ -24,7 +22,6 @@ import types
 
 import torch
 
-from ..ops.max_pool import triples
 from . import _glue, limits
 
 _ops = torch.ops.torch_aclnn
@@ -32,13 +29,8 @@ ATEN_FORWARD = torch.ops.aten.avg_pool3d.default
 ATEN_BACKWARD = torch.ops.aten.avg_pool3d_backward.default
 
 
-def _geometry(self, dtype, kernel_size, stride, padding):
-    k, _, _, _ = triples(kernel_size, stride, padding, [1])
-    beyond = any(k[a] > int(self.shape[a - 3]) for a in range(3))
-    return types.SimpleNamespace(dtype=dtype, kernel_beyond_self=beyond)
-
-
-def forward_kernel(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+def forward_kernel(self, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
+                   divisor_override=None):
     op = "avg_pool3d"
     overload = _ops.avg_pool3d.default
     args = (self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
@@ -46,7 +38,7 @@ def forward_kernel(self, kernel_size, stride, padding, ceil_mode, count_include_
     device = self.device
     if m.numel() == 0:
         return _glue.like(m, device)
-    beyond = limits.beyond_split(op, _geometry(self, self.dtype, kernel_size, stride, padding))
+    beyond = limits.beyond_split(op, types.SimpleNamespace(dtype=self.dtype))
     if beyond is not None:
         return _glue.cpu_path(op, beyond, overload, device, *args)
     result = ATEN_FORWARD(self, list(kernel_size), list(stride), list(padding), bool(ceil_mode),
@@ -63,7 +55,7 @@ def backward_kernel(grad_output, self, kernel_size, stride, padding, ceil_mode, 
     device = grad_output.device
     if m.numel() == 0:
         return _glue.like(m, device)
-    beyond = limits.beyond_split(op, _geometry(self, grad_output.dtype, kernel_size, stride, padding))
+    beyond = limits.beyond_split(op, types.SimpleNamespace(dtype=grad_output.dtype))
     if beyond is not None:
         return _glue.cpu_path(op, beyond, overload, device, *args)
     result = ATEN_BACKWARD(grad_output, self, list(kernel_size), list(stride), list(padding), bool(ceil_mode),

@@ -126,8 +126,6 @@ LIMITS = (
     # ---- §12 avg_pool3d_backward ---------------------------------------------------------------
     Limit(("avg_pool3d", "avg_pool3d_backward"), "dtype", "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)",
           CPU, False, _not({torch.float64}), f"{_AVG_FWD_DOC}, {_AVG_BWD_DOC} (parameter tables); docs/spec.md §12"),
-    Limit(("avg_pool3d",), "kernel_size", "kernel_size <= self's size on every axis", CPU, False,
-          lambda g: g.kernel_beyond_self, f"{_AVG_FWD_DOC} (kernelSize); docs/spec.md §12 device limits"),
 )
 
 

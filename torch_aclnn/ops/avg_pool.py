@@ -53,10 +53,14 @@ def plan(op: str, input: torch.Tensor, kernel_size: Size3, stride: Optional[Size
          ceil_mode: bool, count_include_pad: bool, divisor_override) -> tuple:
     """F.avg_pool3d's arguments as the operators' (kernel_size, stride,
     padding, ceil_mode, count_include_pad, divisor_override), checked by the
-    contract's rules on them (rows 5-9, max_pool's rows without dilation:
-    :func:`torch_aclnn.ops.max_pool.plan`), raising its ValueError or
+    contract's rules on them (rows 5-9: max_pool's rows without dilation,
+    :func:`torch_aclnn.ops.max_pool.plan`, and kernel_size <= the input's size), raising its ValueError or
     TypeError: what the drop-in decision needs before it routes a call."""
     k, s, p, _, ceil_mode = _max_pool.plan(op, input, kernel_size, stride, padding, 1, ceil_mode)
+    k3 = _max_pool.triples(k, s, p, [1])[0]
+    for i, n in enumerate(input.shape[-3:]):  # (symbolic sizes: the comparisons become guards)
+        if n < k3[i]:
+            raise invalid(op, f"kernel_size must be <= self's size on every axis, got kernel_size {k}")
     divisor = _divisor(op, divisor_override)
     if divisor == 0:
         raise invalid(op, "divisor_override must be None or nonzero, got 0")

@@ -65,7 +65,7 @@ def reference_backward(grad_output, self, kernel_size, stride, padding, ceil_mod
     size, k, st, p = _args(self, kernel_size, stride, padding)
     axes = _windows(size, k, st, p, ceil_mode, count_include_pad)
     P = math.prod(self.shape[:-3])
-    g = grad_output.detach().to(torch.float64).reshape(P, -1).tolist()
+    g = grad_output.detach().to(torch.float64).reshape(P, math.prod(grad_output.shape[-3:])).tolist()
     out = torch.zeros(P, math.prod(size), dtype=torch.float64)
     for q in range(P):
         o = 0
@@ -95,7 +95,6 @@ _CASES = (
     ("negative divisor_override", (1, 2, 3, 4, 4), [2], [1], [1], True, False, -3),
     ("4-D k(2,3,1)", (3, 4, 6, 5), [2, 3, 1], [2, 3, 1], [0], False, True, None),
     ("stride > kernel (uncovered positions)", (1, 2, 5, 5, 7), [2], [3], [0], False, True, None),
-    ("kernel > self with padding", (1, 2, 1, 2, 3), [3], [1], [1], False, False, None),
     ("size-1", (1, 1, 1, 1, 1), [1], [1], [0], False, True, None),
     ("C=19 k2 s1", (2, 19, 3, 3, 4), [2], [1], [0], False, True, None),
     ("empty N", (0, 2, 4, 4, 4), [2], [2], [0], False, True, None),
@@ -190,8 +189,10 @@ def _backward_errors(device):
     yield _E((g, x, [2], [2], [0], False, True, 0), ValueError, r"divisor_override must be None or nonzero, got 0",
              "row 8: divisor_override 0")
     yield _E((g, x[..., :1, :], [2], [2], [0], False, True, None), ValueError,
-             r"the pooled size must be >= 1 on every axis, got self shape \[1, 2, 4, 1, 4\] too small for "
-             r"kernel_size 2, dilation 1 and padding 0 on axis 1", "row 9: kernel larger than self")
+             r"kernel_size must be <= self's size on every axis, got kernel_size \[2, 2, 2\] for self shape "
+             r"\[1, 2, 4, 1, 4\] \(axis 1 \(D, H, W\)\)", "row 9: kernel larger than self")
+    yield _E((g[..., :1], x[..., :2], [3], [1], [1], False, True, None), ValueError,
+             r"kernel_size must be <= self's size on every axis", "row 9: kernel larger than self, padding too")
     yield _E((g, x, [3], [2], [1], True, True, None), ValueError,
              r"grad_output must have the pooled shape \[1, 2, 3, 3, 3\], got \[1, 2, 2, 2, 2\]",
              "row 10: grad_output shape (ceil_mode)")
@@ -217,8 +218,10 @@ def _forward_errors(device):
     yield _E((x, [2], [2], [0], False, True, 0), ValueError, r"divisor_override must be None or nonzero, got 0",
              "row 8: divisor_override 0")
     yield _E((x, [5]), ValueError,
-             r"the pooled size must be >= 1 on every axis, got self shape \[1, 2, 4, 4, 4\] too small for "
-             r"kernel_size 5, dilation 1 and padding 0 on axis 0", "row 9: kernel larger than self")
+             r"kernel_size must be <= self's size on every axis, got kernel_size \[5, 5, 5\] for self shape "
+             r"\[1, 2, 4, 4, 4\] \(axis 0 \(D, H, W\)\)", "row 9: kernel larger than self")
+    yield _E((x[..., :2], [3], [1], [1]), ValueError, r"kernel_size must be <= self's size on every axis",
+             "row 9: kernel larger than self, padding making room")
 
 
 OP_INFOS = [
