@@ -9,7 +9,7 @@
 // parses the schema once, when it is made, into one converter per argument.
 // For a call whose arguments all have the schema's own exact types
 // (torch.Tensor or nn.Parameter; float; int within ±2^62; bool; None for an
-// optional float; a list or tuple of such ints), it builds the argument stack
+// optional float or int; a list or tuple of such ints), it builds the argument stack
 // itself and calls the operator boxed, as torch.ops does, the GIL released.
 // Everything below (autograd, autocast, functorch, the Python dispatch key,
 // the kernels and their contracts) is the same dispatcher call.
@@ -36,7 +36,7 @@
 namespace torch_aclnn::direct_call {
 namespace {
 
-enum class Kind { Tensor, Float, OptionalFloat, Int, Bool, IntList };
+enum class Kind { Tensor, Float, OptionalFloat, Int, OptionalInt, Bool, IntList };
 
 struct Argument {
   Kind kind;
@@ -84,6 +84,12 @@ bool convert(Kind kind, PyObject* o, torch::jit::Stack& stack) {
       if (!PyFloat_CheckExact(o)) return false;
       stack.emplace_back(PyFloat_AS_DOUBLE(o));
       return true;
+    case Kind::OptionalInt:
+      if (o == Py_None) {
+        stack.emplace_back();
+        return true;
+      }
+      [[fallthrough]];
     case Kind::Int: {
       int64_t v = 0;
       if (!to_int(o, v)) return false;
@@ -129,6 +135,7 @@ std::optional<Kind> kind_of(const c10::TypePtr& type) {
     case c10::TypeKind::OptionalType: {
       const auto elem = type->castRaw<c10::OptionalType>()->getElementType()->kind();
       if (elem == c10::TypeKind::FloatType) return Kind::OptionalFloat;
+      if (elem == c10::TypeKind::IntType) return Kind::OptionalInt;
       return std::nullopt;
     }
     case c10::TypeKind::ListType: {

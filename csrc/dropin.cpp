@@ -218,6 +218,15 @@ bool upsample_trilinear_rule(Args a) {
 // scales_w): aten's result follows grad_output's layout, as the contract's does
 bool upsample_trilinear_backward_rule(Args a) { return floating(a[0]); }
 
+// avg_pool3d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+bool avg_pool_rule(Args a) { return pool_input(a[0]); }
+
+// avg_pool3d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+//                     divisor_override)
+bool avg_pool_backward_rule(Args a) {
+  return floating(a[0]) && pool_input(a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
+}
+
 enum Backend { kCPU, kCUDA, kBackends };
 
 struct Route {
@@ -251,6 +260,8 @@ Route g_routes[] = {
     {"leaky_relu_backward", "leaky_relu_backward", leaky_relu_backward_rule},
     {"upsample_trilinear3d", "upsample_trilinear3d", upsample_trilinear_rule},
     {"upsample_trilinear3d_backward", "upsample_trilinear3d_backward", upsample_trilinear_backward_rule},
+    {"avg_pool3d", "avg_pool3d", avg_pool_rule, nullptr, true},
+    {"avg_pool3d_backward", "avg_pool3d_backward", avg_pool_backward_rule, nullptr, true},
 };
 
 bool on_cuda(Args a) {

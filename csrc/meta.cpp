@@ -5,6 +5,7 @@
 // kernels allocate. Data-dependent rules (max_unpool's index range) are
 // checked by the real kernels only.
 #include "common/entry.h"
+#include "contracts/avg_pool.h"
 #include "contracts/elu.h"
 #include "contracts/leaky_relu.h"
 #include "contracts/max_pool.h"
@@ -36,6 +37,8 @@ TORCH_LIBRARY_IMPL(torch_aclnn, Meta, m) {
   entry::impl<entry::Meta, leaky_relu::check_backward>(m, "leaky_relu_backward");
   entry::impl<entry::Meta, upsample_trilinear::check_forward>(m, upsample_trilinear::kForward);
   entry::impl<entry::Meta, upsample_trilinear::check_backward>(m, upsample_trilinear::kBackward);
+  entry::impl<entry::Meta, avg_pool::check_forward>(m, "avg_pool3d");
+  entry::impl<entry::Meta, avg_pool::check_backward>(m, "avg_pool3d_backward");
 }
 
 }  // namespace torch_aclnn

@@ -151,4 +151,12 @@ TORCH_LIBRARY(torch_aclnn, m) {
         "-> Tensor", tags);
   m.def("leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, "
         "bool self_is_result, *, Tensor(a!) grad_input) -> ()", tags);
+  // §12 avg_pool3d (aclnnAvgPool3dBackward)
+  m.def("avg_pool3d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], bool ceil_mode=False, "
+        "bool count_include_pad=True, int? divisor_override=None) -> Tensor", tags);
+  m.def("avg_pool3d_backward(Tensor grad_output, Tensor self, int[] kernel_size, int[] stride, int[] padding, "
+        "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor", tags);
+  m.def("avg_pool3d_backward.grad_input(Tensor grad_output, Tensor self, int[] kernel_size, int[] stride, "
+        "int[] padding, bool ceil_mode, bool count_include_pad, int? divisor_override, *, "
+        "Tensor(a!) grad_input) -> ()", tags);
 }

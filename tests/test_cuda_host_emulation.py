@@ -1048,3 +1048,38 @@ def test_upsample_trilinear_random(trilinear):
         g = make_tensor(insz[:2] + out, dtype, layout=layout)
         _check_trilinear(trilinear, "upsample_trilinear3d_backward", (g, out, insz, align, *scales),
                          f"backward {out}->{insz} align={align} s={scales} {layout} {dtype}")
+# avg_pool3d and its backward (csrc/cuda/avg_pool.cuh): the CUDA kernels'
+# per-element code, run in the result's memory order, against the CPU kernels,
+# bit for bit (the same operations in the same order).
+
+AVG_WINDOWS = (  # (shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    ((2, 3, 6, 7, 8), [2], [], [0], False, True, None),
+    ((1, 4, 7, 6, 9), [3], [2], [1], True, False, None),
+    ((2, 2, 5, 5, 7), [3, 2, 3], [1, 2, 2], [1, 1, 0], True, True, None),
+    ((1, 3, 5, 6, 11), [2, 3, 5], [3, 2, 4], [1, 1, 2], False, False, -3),
+    ((3, 5, 4, 6), [2, 3, 1], [1, 3, 1], [0], False, True, 7),  # 4-D
+)
+
+
+@pytest.fixture(scope="module")
+def avg_pool(emulation):
+    return emulation.avg_pool
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("cl", [False, True], ids=["contiguous", "channels_last_3d"])
+def test_avg_pool_matches_the_cpu_kernels(avg_pool, dtype, cl):
+    g = torch.Generator().manual_seed(3)
+    for shape, *window in AVG_WINDOWS:
+        x = torch.randn(shape, generator=g).to(dtype)
+        if cl and x.dim() == 5:
+            x = x.contiguous(memory_format=torch.channels_last_3d)
+        want = torch.ops.torch_aclnn.avg_pool3d(x, *window)
+        got = avg_pool.forward(x, *window, cl)
+        assert torch.equal(got, want), (shape, window, dtype)
+        go = torch.randn(want.shape, generator=g).to(dtype)
+        if cl and x.dim() == 5:
+            go = go.contiguous(memory_format=torch.channels_last_3d)
+        want = torch.ops.torch_aclnn.avg_pool3d_backward(go, x, *window)
+        got = avg_pool.backward(go, x, *window, cl)
+        assert torch.equal(got, want), (shape, window, dtype)

@@ -11,7 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import torch_aclnn
 from torch_aclnn import _C
-from torch_aclnn.ops import _common, elu, leaky_relu, max_pool, max_unpool, smooth_l1, upsample, upsample_trilinear
+from torch_aclnn.ops import _common, avg_pool, elu, leaky_relu, max_pool, max_unpool, smooth_l1, upsample, upsample_trilinear
 from torch_aclnn.testing import OPS, results
 
 # Every Operator of the Python API, by its operator's name.
@@ -20,6 +20,8 @@ OPERATORS = {op.overload._schema.name.split("::")[1]: op for op in (
     max_unpool._MAX_UNPOOL_BACKWARD, max_pool._MAX_POOL, max_pool._MAX_POOL_BACKWARD, *upsample._OPS.values(),
     leaky_relu._LEAKY_RELU, leaky_relu._LEAKY_RELU_BACKWARD)}
     upsample_trilinear._FORWARD, upsample_trilinear._BACKWARD)}
+    max_unpool._MAX_UNPOOL_BACKWARD, max_pool._MAX_POOL, max_pool._MAX_POOL_BACKWARD, avg_pool._AVG_POOL,
+    avg_pool._AVG_POOL_BACKWARD, *upsample._OPS.values())}
 
 
 def test_every_operator_has_one():
@@ -54,6 +56,8 @@ def _plain(value, schema_type) -> bool:
         return value is None or type(value) is float
     if kind in ("int", "SymInt"):
         return type(value) is int
+    if kind in ("int?", "Optional[int]"):
+        return value is None or type(value) is int
     if kind == "bool":
         return type(value) is bool
     return type(value) in (list, tuple) and all(type(e) is int for e in value)  # (int[], SymInt[])

@@ -25,9 +25,25 @@ import torch_aclnn.nn.functional as TF
 
 NAMES = ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
          "leaky_relu")
+         "avg_pool3d")
 OPINFOS = [o for o in op_db if o.name in {f"nn.functional.{n}" for n in NAMES}]
 DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
 DISPATCHER = bool(torch_aclnn._patch.ROUTED_OPERATORS)  # (torch >= 2.9: patch(level="dispatcher") exists)
+
+
+def _documented(name):
+    """F.<name>'s documented signature: F.avg_pool3d is a builtin without one, so
+    its docstring's first line (``avg_pool3d(input, kernel_size, ...) -> Tensor``)
+    gives it; F.max_pool3d dispatches on return_indices through a (*args,
+    **kwargs) wrapper, whose documented signature is max_pool3d_with_indices's."""
+    if name == "max_pool3d":
+        return inspect.signature(F.max_pool3d_with_indices)
+    fn = getattr(F, name)
+    if name == "avg_pool3d":
+        head = fn.__doc__.strip().splitlines()[0]
+        params = head[head.index("(") + 1:head.rindex(")")]
+        return inspect.signature(eval(f"lambda {params}: None"))  # noqa: S307 (torch's own docstring)
+    return inspect.signature(fn)
 
 
 def _opinfo_id(o):
@@ -87,10 +103,10 @@ def _module(o, s):
     and how to call it with (input, *args, **kwargs) as F is called; None
     where the arguments have no module form (antialias, weight)."""
     name = o.name[len("nn.functional."):]
-    fn = F.max_pool3d_with_indices if name == "max_pool3d" else getattr(F, name)  # (its documented signature)
+    signature = _documented(name)
 
     def bound(*args, **kwargs):
-        b = inspect.signature(fn).bind(*args, **kwargs)
+        b = signature.bind(*args, **kwargs)
         b.apply_defaults()
         return b.arguments
 
@@ -117,6 +133,10 @@ def _module(o, s):
         return m, lambda m, *args, **kw: m(args[0])
     if name == "leaky_relu":
         return tnn.LeakyReLU(a["negative_slope"], a["inplace"]), lambda m, *args, **kw: m(args[0])
+    if name == "avg_pool3d":
+        m = tnn.AvgPool3d(a["kernel_size"], a["stride"], a["padding"], a["ceil_mode"], a["count_include_pad"],
+                          a["divisor_override"])
+        return m, lambda m, *args, **kw: m(args[0])
     assert name == "max_unpool3d"
     m = tnn.MaxUnpool3d(a["kernel_size"], a["stride"], a["padding"])
 
@@ -201,10 +221,8 @@ def test_opinfo_error_inputs_give_torchs_error(o):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_functional_has_torchs_signature(name):
-    # (F.max_pool3d dispatches on return_indices through a (*args, **kwargs) wrapper; its
-    # documented signature is max_pool3d_with_indices's)
     ours = inspect.signature(getattr(TF, name))
-    theirs = inspect.signature(F.max_pool3d_with_indices if name == "max_pool3d" else getattr(F, name))
+    theirs = _documented(name)
     assert [(p.name, p.kind, p.default) for p in ours.parameters.values()] == \
         [(p.name, p.kind, p.default) for p in theirs.parameters.values()]
 

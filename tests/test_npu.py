@@ -104,6 +104,8 @@ def simulated_spec(name, s) -> bool:
         return s.args[0].dtype.is_floating_point
     if name == "max_pool3d_with_indices_backward":  # aten rounds float16/bfloat16 after each addition
         return s.exact_vs_aten
+    if OPS[name].family == "avg_pool":  # aten's CPU kernels have no float16/bfloat16 avg_pool3d
+        return s.args[0].dtype in (torch.float32, torch.float64)
     return True
 
 
@@ -136,6 +138,8 @@ def test_glue_matches_cpu_kernels(name, dtype):
                     "beyond the spec's tolerance; the backward's samples are checked")
     if name == "max_unpool3d" and not dtype.is_floating_point:
         pytest.skip("aten's CPU max_unpool3d has no integer kernels to stand in for aclnnMaxUnpool3d's")
+    if info.family == "avg_pool" and dtype in (torch.float16, torch.bfloat16):
+        pytest.skip("aten's CPU avg_pool3d has no float16/bfloat16 kernels to stand in for aclnnAvgPool3d's")
     checked = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", _glue.DeviceLimitWarning)  # float64 where aclnn has none
@@ -595,6 +599,9 @@ def test_exact_scale_above_50_uses_the_cpu_kernel(monkeypatch):
                                 torch.arange(8).repeat(2).view(1, 2, 2, 2, 2), [2, 2, 2], [1, 1, 1], [0, 0, 0])),
     (ops.smooth_l1_loss_backward, lambda: (make_tensor((), torch.float64), make_tensor((3, 4), torch.float64),
                                            make_tensor((4,), torch.float64), 2, 0.5)),
+    (ops.avg_pool3d, lambda: (make_tensor((1, 2, 4, 4, 4), torch.float64), [2], [], [0], False, True, None)),
+    (ops.avg_pool3d_backward, lambda: (make_tensor((1, 2, 2, 2, 2), torch.float64),
+                                       make_tensor((1, 2, 4, 4, 4), torch.float64), [2], [], [0], False, True, None)),
 ])
 def test_dtype_without_an_aclnn_kernel_uses_the_cpu_kernel(op, args):
     a = args()
@@ -828,3 +835,4 @@ def test_npu_upsample_backward_deterministic_mode():
     finally:
         torch.use_deterministic_algorithms(prev)
     assert all(torch.equal(runs[0], r) for r in runs[1:])
+

@@ -583,3 +583,26 @@ def test_checkpoint_recompute_is_routed():
         y.backward(torch.ones_like(y))
     # two forwards, then the first recomputed (checkpoint stops once it has what backward needs)
     assert stats.routed == {"aten::elu": 3, "aten::elu_backward": 2}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_avg_pool3d_is_routed_with_torchs_results(layout):
+    """aten::avg_pool3d and its backward on the CPU too (torch_aclnn's gather is
+    deterministic and aten's CPU kernels have no float16/bfloat16): torch's bits in
+    float64, contiguous results in every layout, as aten's."""
+    x = _x((2, 3, 5, 6, 7), layout)
+    for args in ((2,), (3, 2, 1, True, False), ((3, 2, 3), (2, 1, 2), (1, 0, 1), True, True, 5)):
+        want = F.avg_pool3d(x, *args)
+        g = torch.randn(want.shape, dtype=want.dtype, generator=torch.Generator().manual_seed(1))
+        (want_grad,) = torch.autograd.grad(want, x, g)
+        with torch_aclnn.patched(level="dispatcher") as stats:
+            got = F.avg_pool3d(x, *args)
+            (grad,) = torch.autograd.grad(got, x, g)
+        assert stats.routed == {"aten::avg_pool3d": 1, "aten::avg_pool3d_backward": 1}, stats
+        assert torch.equal(got, want) and torch.equal(grad, want_grad) and got.is_contiguous()
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        with pytest.raises(RuntimeError, match="divisor must be not zero"):
+            F.avg_pool3d(x, 2, divisor_override=0)
+        torch.autograd.gradcheck(lambda t: F.avg_pool3d(t, 3, 2, 1, True, False), (x,))
+    assert stats.passed == {"aten::avg_pool3d": 1}, stats
+    assert stats.routed.get("aten::avg_pool3d_backward", 0) > 0

@@ -32,7 +32,7 @@ from ._torch_api import (functorch_transforms_active, has_kernel, is_view, plain
                          tracing_state)
 from .ops._common import compiling, planned
 from .ops import elu as _elu, max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
-from .ops import leaky_relu as _lrelu
+from .ops import avg_pool as _avg, leaky_relu as _lrelu
 from .ops import upsample_trilinear as _tri
 
 __all__ = ["ROUTES", "call", "decide"]
@@ -450,6 +450,39 @@ def leaky_relu(input, negative_slope=0.01, inplace=False) -> Decision:
 
 def leaky_relu_(input, negative_slope=0.01) -> Decision:
     return _leaky_relu_call(input, negative_slope, True)
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None) -> Decision:
+    """Routed on every device: the backward is a deterministic gather (aten's
+    CUDA backward adds with atomics and refuses deterministic mode), and aten's
+    CPU kernels have no float16/bfloat16 avg_pool3d."""
+    why = _tensor(input, "avg_pool3d")
+    if why:
+        return why
+    if input.dim() not in (4, 5):  # (F's 4-D input is (C, D, H, W): the same planes as the contract's)
+        return f"{input.dim()}-D input"
+    for s in input.shape[1 if input.dim() == 5 else 0:]:
+        if not s > 0:  # (torch refuses an empty axis but a 5-D input's N)
+            return "an empty axis (but a 5-D input's N)"
+    window = planned(_avg_pool_plan, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+    if isinstance(window, str):
+        return window
+    out = _avg._AVG_POOL[+compiling()](input, *window)
+    return out if out.is_contiguous() else out.contiguous()  # torch's result is contiguous in every layout
+
+
+@_reasons
+def _avg_pool_plan(op, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """avg_pool3d's rules on the plain arguments: the operator's window
+    arguments, or the reason."""
+    if not (_ints(kernel_size) and _ints(padding) and (stride is None or _ints(stride))):
+        return "kernel_size, stride or padding not ints"
+    if not isinstance(ceil_mode, bool) or not isinstance(count_include_pad, bool):
+        return "ceil_mode or count_include_pad not a bool"
+    if divisor_override is not None and not (isinstance(divisor_override, _INTS)
+                                             and not isinstance(divisor_override, bool)):
+        return "divisor_override not None or an int"
+    return _avg.plan(op, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
 # ---------------------------------------------------------------------------
@@ -467,6 +500,7 @@ ROUTES: Dict[Callable, tuple] = {
     F.max_pool3d_with_indices: ("max_pool3d_with_indices", max_pool3d_with_indices),
     F.leaky_relu: ("leaky_relu", leaky_relu),
     F.leaky_relu_: ("leaky_relu_", leaky_relu_),
+    F.avg_pool3d: ("avg_pool3d", avg_pool3d),
 }
 
 

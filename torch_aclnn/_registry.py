@@ -50,6 +50,8 @@ FAMILIES = (
            aten={"upsample_trilinear3d": "aten::upsample_trilinear3d"},
            autocast_fp32=(("upsample_trilinear3d", "cuda"),)),
     Family("leaky_relu", ("leaky_relu", "leaky_relu_backward"), aten={"leaky_relu": "aten::leaky_relu"}),
+    Family("avg_pool", ("avg_pool3d", "avg_pool3d_backward"), aten={"avg_pool3d": "aten::avg_pool3d"},
+           autocast_fp32=(("avg_pool3d", "cpu"),)),
 )
 
 OPERATORS = tuple(op for f in FAMILIES for op in f.operators)

@@ -56,6 +56,8 @@ def describe_sizes(size: str) -> str:
             f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1, leaky_relu: {numel} elements; "
             f"max_unpool3d, max_pool3d_with_indices[_backward]: pooling of {tuple(UNPOOL_INPUT[size])}; "
             f"upsample_trilinear3d[_backward]: the upsample sizes; "
+            f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1: {numel} elements; "
+            f"max_unpool3d, max_pool3d_with_indices[_backward], avg_pool3d[_backward]: pooling of {tuple(UNPOOL_INPUT[size])}; "
             f"overhead: 1 element")
 
 
@@ -450,6 +452,54 @@ def _max_pool_cases():
 
 
 # ---------------------------------------------------------------------------
+# avg_pool3d and its backward (docs/spec.md §12): an average pooling of
+# UNPOOL_INPUT, with disjoint windows (kernel 2, stride 2) and overlapping
+# ones (kernel 3, stride 2, padding 1, count_include_pad=False), NCDHW and
+# channels_last_3d. aten's CPU kernels have no bfloat16 avg_pool3d: there the
+# aten side is aten's float32 kernel on float32 copies of the tensors (the
+# floor the issue sets), and the results are compared after rounding.
+
+AVG_POOLINGS = (("k2 s2", [2], [2], [0], True, False), ("k3 s2 p1 no pad", [3], [2], [1], False, False),
+                ("k2 s2 channels_last_3d", [2], [2], [0], True, True),
+                ("k3 s2 p1 no pad channels_last_3d", [3], [2], [1], False, True))
+
+
+def _avg_pool_cases():
+    cases = []
+    for pname, kernel, stride, padding, count_include_pad, cl in AVG_POOLINGS:
+        w = (kernel, stride, padding, False, count_include_pad, None)
+        for dtype in (torch.float32, torch.bfloat16):
+            floor = " (float32)" if dtype != torch.float32 else ""
+
+            def fwd(size, dtype=dtype, cl=cl, w=w):
+                x = _randn(UNPOOL_INPUT[size], dtype, channels_last=cl)
+                xa = x.float()
+                return Setup(lambda: _ours.avg_pool3d(x, *w), lambda: _aten.avg_pool3d(xa, *w).to(dtype), [x],
+                             exact=True)
+            cases.append(Case("avg_pool3d", pname, dtype, "functional", fwd, aten_name="aten.avg_pool3d" + floor,
+                              target_ratio=1.0))
+            for out_form in (False, True):
+
+                def bwd(size, dtype=dtype, out_form=out_form, cl=cl, w=w):
+                    x = _randn(UNPOOL_INPUT[size], dtype, channels_last=cl)
+                    pooled = F.avg_pool3d(x[:1, :1].float(), *w).shape[-3:]
+                    go = _randn((*x.shape[:2], *pooled), dtype, channels_last=cl)
+                    ga, xa = go.float(), x.float()
+                    if not out_form:
+                        return Setup(lambda: _ours.avg_pool3d_backward(go, x, *w),
+                                     lambda: _aten.avg_pool3d_backward(ga, xa, *w).to(dtype), [go], exact=True)
+                    o1, o2 = torch.empty_like(x), torch.empty_like(xa)
+                    return Setup(lambda: (_ours.avg_pool3d_backward.grad_input(go, x, *w, grad_input=o1), o1)[1],
+                                 lambda: _aten.avg_pool3d_backward.grad_input(ga, xa, *w, grad_input=o2).to(dtype),
+                                 [go], exact=True)
+                cases.append(Case("avg_pool3d_backward", pname, dtype, "out=" if out_form else "functional", bwd,
+                                  overload="grad_input" if out_form else "default",
+                                  aten_name="aten.avg_pool3d_backward" + (" out=" if out_form else "") + floor,
+                                  target_ratio=1.0))
+    return cases
+
+
+# ---------------------------------------------------------------------------
 # 1-element calls: per-call overhead (our time / aten time)
 
 def _overhead_cases(grad: bool):
@@ -465,6 +515,7 @@ def _overhead_cases(grad: bool):
     up, elu_ops, sl1_ops = ops.upsample, ops.elu, ops.smooth_l1
     unpool_ops, pool_ops = ops.max_unpool, ops.max_pool
     tri_ops = ops.upsample_trilinear
+    unpool_ops, pool_ops, avg_ops = ops.max_unpool, ops.max_pool, ops.avg_pool
     f32 = torch.float32
     one5 = [1, 1, 1, 1, 1]
 
@@ -554,6 +605,17 @@ def _overhead_cases(grad: bool):
                      lambda: _aten.max_pool3d_with_indices_backward(g, x, [1], [1], [0], [1], False, idx), [g, idx],
                      entry=lambda: _ours.max_pool3d_with_indices_backward.default(g, x, idx, [1], [], [0], [1], False))
 
+    def avg(size):
+        x = randn(one5)
+        return Setup(lambda: avg_ops.avg_pool3d(x, 1), lambda: F.avg_pool3d(x, 1), [x],
+                     entry=lambda: _ours.avg_pool3d.default(x, [1], [], [0], False, True, None))
+
+    def avg_b(size):
+        g, x = randn(one5), randn(one5)
+        return Setup(lambda: avg_ops.avg_pool3d_backward(g, x, 1),
+                     lambda: _aten.avg_pool3d_backward(g, x, [1], [1], [0], False, True, None), [g],
+                     entry=lambda: _ours.avg_pool3d_backward.default(g, x, [1], [], [0], False, True, None))
+
     entries = (ups("upsample_nearest3d", "nearest", _aten.upsample_nearest3d_backward)
                + ups("upsample_nearest_exact3d", "nearest-exact", _aten._upsample_nearest_exact3d_backward)
                + [("elu", elu, "F.elu"), ("elu_backward", elu_b, "aten.elu_backward"),
@@ -566,6 +628,7 @@ def _overhead_cases(grad: bool):
                   ("leaky_relu", lrelu, "F.leaky_relu"), ("leaky_relu_backward", lrelu_b, "aten.leaky_relu_backward")])
                   ("upsample_trilinear3d", tri, "F.interpolate (trilinear)"),
                   ("upsample_trilinear3d_backward", tri_b, "aten.upsample_trilinear3d_backward")])
+                  ("avg_pool3d", avg, "F.avg_pool3d"), ("avg_pool3d_backward", avg_b, "aten.avg_pool3d_backward")])
     name, target = ("1 element, autograd on", 1.2) if grad else ("1 element", 1.5)
     return [Case(op, name, f32, "functional", build, kind="overhead", aten_name=aten, target_overhead=target)
             for op, build, aten in entries]
@@ -627,6 +690,7 @@ def all_cases() -> list[Case]:
     return (_upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _max_pool_cases()
             + _leaky_relu_cases()
             + _trilinear_cases()
+            + _avg_pool_cases()
             + _overhead_cases(False)
             + _overhead_cases(True))
 

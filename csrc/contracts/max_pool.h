@@ -36,6 +36,7 @@
 #pragma once
 
 #include "common/contract.h"
+#include "contracts/pool_common.h"
 #include "common/deferred.h"
 
 #include <c10/core/MemoryFormat.h>
@@ -52,15 +53,12 @@ namespace torch_aclnn::max_pool {
 constexpr const char* kForward = "max_pool3d_with_indices";
 constexpr const char* kBackward = "max_pool3d_with_indices_backward";
 
-inline bool supported_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
-}
-
-inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
-  ACLNN_CHECK_TYPE(supported_dtype(t), op, arg, " must be float32, float64, float16 or bfloat16, got ", t);
-}
-
-using Triple = std::array<int64_t, 3>;
+using pooling::check_axes;
+using pooling::check_dtype;
+using pooling::check_self;
+using pooling::result_format;
+using pooling::supported_dtype;
+using pooling::Triple;
 
 // The pooling's parameters, each expanded to (D, H, W).
 struct Window {
@@ -68,42 +66,16 @@ struct Window {
   bool ceil_mode;
 };
 
-// A list of 1 or 3 elements (or, with `empty`, 0: that value) as 3 elements.
-inline Triple expand(const char* op, const char* arg, at::IntArrayRef v, const char* lengths,
-                     const Triple* empty = nullptr) {
-  ACLNN_CHECK_VALUE(v.size() == 1 || v.size() == 3 || (empty != nullptr && v.empty()), op, arg, " must have ",
-                    lengths, " elements, got ", v.size(), " (", fmt_list(v), ")");
-  if (v.empty()) return *empty;
-  return v.size() == 1 ? Triple{v[0], v[0], v[0]} : Triple{v[0], v[1], v[2]};
-}
-
 // Rows 5-8.
 inline Window check_window(const char* op, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   Window w;
   w.ceil_mode = ceil_mode;
-  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();  // (aten's limit too: its sizes are int)
-  w.kernel = expand(op, "kernel_size", kernel_size, "1 or 3");
-  for (int64_t k : w.kernel) {
-    ACLNN_CHECK_VALUE(k > 0, op, "kernel_size elements must be > 0, got ", fmt_list(kernel_size));
-    ACLNN_CHECK_VALUE(k <= kMax, op, "kernel_size elements must be < 2^31, got ", fmt_list(kernel_size));
-  }
-  w.stride = expand(op, "stride", stride, "0, 1 or 3", &w.kernel);
-  for (int64_t s : w.stride) {
-    ACLNN_CHECK_VALUE(s > 0, op, "stride elements must be > 0, got ", fmt_list(stride));
-    ACLNN_CHECK_VALUE(s <= kMax, op, "stride elements must be < 2^31, got ", fmt_list(stride));
-  }
-  w.padding = expand(op, "padding", padding, "1 or 3");
-  for (size_t i = 0; i < 3; ++i) {
-    ACLNN_CHECK_VALUE(w.padding[i] >= 0 && w.padding[i] <= w.kernel[i] / 2, op,
-                      "padding elements must be in [0, kernel_size / 2], got padding ", fmt_list(padding),
-                      " for kernel_size ", fmt_list(kernel_size));
-  }
-  w.dilation = expand(op, "dilation", dilation, "1 or 3");
-  for (int64_t d : w.dilation) {
-    ACLNN_CHECK_VALUE(d > 0, op, "dilation elements must be > 0, got ", fmt_list(dilation));
-    ACLNN_CHECK_VALUE(d <= kMax, op, "dilation elements must be < 2^31, got ", fmt_list(dilation));
-  }
+  const pooling::KernelStridePadding ksp = pooling::check_kernel_stride_padding(op, kernel_size, stride, padding);
+  w.kernel = ksp.kernel;
+  w.stride = ksp.stride;
+  w.padding = ksp.padding;
+  w.dilation = pooling::positive(op, "dilation", dilation, "1 or 3");
   return w;
 }
 
@@ -112,17 +84,7 @@ inline Window check_window(const char* op, at::IntArrayRef kernel_size, at::IntA
 inline c10::SymInt pooled_size(const char* op, const c10::SymInt& in, const Window& w, int i,
                                c10::SymIntArrayRef self_sizes) {
   const int64_t k = w.kernel[i], s = w.stride[i], p = w.padding[i], d = w.dilation[i];
-  const c10::SymInt span = in + 2 * p - d * (k - 1) - 1;
-  // (span + (ceil ? s - 1 : 0)) / s + 1 >= 1 needs span >= 0 when not ceil,
-  // span + s - 1 >= 0 when ceil; truncating division is floor division then.
-  const c10::SymInt top = span + (w.ceil_mode ? s - 1 : 0);
-  ACLNN_CHECK_VALUE(top >= 0, op, "the pooled size must be >= 1 on every axis, got self shape ",
-                    fmt_list(self_sizes), " too small for kernel_size ", k, ", dilation ", d, " and padding ", p,
-                    " on axis ", i, " (D, H, W)");
-  c10::SymInt o = top / s + 1;
-  if (w.ceil_mode && (o - 1) * s >= in + p) o = o - 1;
-  ACLNN_CHECK_VALUE(o >= 1, op, "the pooled size must be >= 1 on every axis, got ", val(o), " on axis ", i,
-                    " (D, H, W) for self shape ", fmt_list(self_sizes));
+  const c10::SymInt o = pooling::pooled_size_of(op, in, k, s, p, d, w.ceil_mode, i, self_sizes);
   // Every window has a tap inside self. Only a window that starts in the
   // padding can miss: its dilation can step over self (aten then returns
   // -inf with an index that is not in the window, possibly outside the plane).
@@ -151,30 +113,6 @@ inline c10::SmallVector<c10::SymInt, 5> pooled_sizes(const char* op, const at::T
   c10::SmallVector<c10::SymInt, 5> pooled(s.begin(), s.begin() + d);
   for (int i = 0; i < 3; ++i) pooled.push_back(pooled_size(op, s[d + i], w, i, s));
   return pooled;
-}
-
-// Rows 3 and 4 for self.
-inline void check_self(const char* op, const at::Tensor& self) {
-  const auto s = self.sym_sizes();
-  ACLNN_CHECK_VALUE(self.dim() == 4 || self.dim() == 5, op,
-                    "self must be 4-D (N, D, H, W) or 5-D (N, C, D, H, W), got ", self.dim(), "-D with shape ",
-                    fmt_list(s));
-}
-
-inline void check_axes(const char* op, const at::Tensor& self) {
-  const auto s = self.sym_sizes();
-  for (int64_t i = 1; i < self.dim(); ++i) {
-    ACLNN_CHECK_VALUE(s[i] > 0, op, "every axis of self but N must be > 0, got shape ", fmt_list(s), " (axis ", i,
-                      " is ", val(s[i]), ")");
-  }
-}
-
-// The memory format of both operators' results: self's (channels_last_3d
-// when self is 5-D and channels_last_3d, else contiguous).
-inline c10::MemoryFormat result_format(const at::Tensor& self) {
-  return self.dim() == 5 && self.suggest_memory_format() == c10::MemoryFormat::ChannelsLast3d
-             ? c10::MemoryFormat::ChannelsLast3d
-             : c10::MemoryFormat::Contiguous;
 }
 
 // The forward's results: the pooled values (self's dtype) and their indices
@@ -225,10 +163,7 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   // Row 3.
   const auto s = self.sym_sizes();
   check_self(op, self);
-  const auto same_rank = [&](const char* name, const at::Tensor& t) {
-    ACLNN_CHECK_VALUE(t.dim() == self.dim(), op, name, " must have self's rank ", self.dim(), ", got ", t.dim(),
-                      "-D with shape ", fmt_list(t.sym_sizes()));
-  };
+  const auto same_rank = [&](const char* name, const at::Tensor& t) { pooling::check_same_rank(op, name, t, self); };
   same_rank("grad_output", grad_output);
   same_rank("indices", indices);
   if (grad_input.defined()) same_rank("grad_input", grad_input);

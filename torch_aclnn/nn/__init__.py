@@ -48,8 +48,10 @@ from torch import Tensor
 
 from . import functional
 
-__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "LeakyReLU", "convert",
+__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "LeakyReLU", "AvgPool3d", "convert",
            "unconvert", "functional"]
+__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "AvgPool3d",
+           "convert", "functional"]
 
 _log = logging.getLogger("torch_aclnn")
 
@@ -162,6 +164,18 @@ class LeakyReLU(_Module, torch.nn.LeakyReLU):
         if torch.jit.is_scripting():
             return F.leaky_relu(input, self.negative_slope, self.inplace)
         return functional.leaky_relu(input, self.negative_slope, self.inplace)
+class AvgPool3d(_Module, torch.nn.AvgPool3d):
+    """``torch.nn.AvgPool3d(kernel_size, stride=None, padding=0, ceil_mode=False,
+    count_include_pad=True, divisor_override=None)`` on aclnnAvgPool3d[Backward]: the
+    gradient is a deterministic gather on every device, also where aten's CUDA kernel
+    refuses ``use_deterministic_algorithms(True)``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                self.count_include_pad, self.divisor_override)
+        return functional.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                     self.count_include_pad, self.divisor_override)
 
 
 _REPLACEMENTS = {
@@ -174,6 +188,7 @@ _REPLACEMENTS = {
     torch.nn.MaxUnpool3d: MaxUnpool3d,
     torch.nn.MaxPool3d: MaxPool3d,
     torch.nn.LeakyReLU: LeakyReLU,
+    torch.nn.AvgPool3d: AvgPool3d,
 }
 
 

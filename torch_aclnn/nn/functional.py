@@ -16,6 +16,7 @@ routes and what passes through: docs/patch.md.
     max_pool3d      4-D or 5-D floating input (return_indices or not)
     leaky_relu, leaky_relu_
                     any floating input of at most 8 dims; inplace=True too
+    avg_pool3d      4-D or 5-D floating input
 
 Every other name of torch.nn.functional (``F.conv3d``, ``F.relu``, ...) is
 torch's own object, looked up there when it is used (``__getattr__``), and
@@ -33,6 +34,7 @@ from .._dropin import call
 
 __all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
            "leaky_relu", "leaky_relu_"]
+           "avg_pool3d"]
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
@@ -105,3 +107,8 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """``torch.nn.functional.leaky_relu_``: leaky_relu with ``inplace=True``."""
     return call(_F.leaky_relu_, input, negative_slope)
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override=None) -> Tensor:
+    """``torch.nn.functional.avg_pool3d`` on torch_aclnn's avg_pool3d[_backward]: the
+    gradient is a deterministic gather on every device."""
+    return call(_F.avg_pool3d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)

@@ -49,6 +49,8 @@ _POOL_FWD_DOC = "ops-nn pooling/max_pool3d_with_argmax/docs/aclnnMaxPool3dWithAr
 _POOL_BWD_DOC = "ops-nn pooling/max_pool3d_grad_with_argmax/docs/aclnnMaxPool3dWithArgmaxBackward.md"
 _TRILINEAR_FWD_DOC = ("ops-cv image/resize_upsample_trilinear/docs/aclnnUpsampleTrilinear3d_en.md "
                       "'Constraints' (docs/spec.md §10 device limits)")
+_AVG_FWD_DOC = "ops-nn pooling/avg_pool3_d/docs/aclnnAvgPool3d_en.md"
+_AVG_BWD_DOC = "ops-nn pooling/avg_pool3_d_grad/docs/aclnnAvgPool3dBackward_en.md"
 
 GIB = 1 << 30
 
@@ -147,6 +149,9 @@ LIMITS = (
     Limit(("leaky_relu", "leaky_relu_backward"), "dtype", "float64 computed with a float32 negative_slope",
           CPU, False, _not({torch.float64}),
           f"{_LEAKY_SRC} (ToFloat), {_LEAKY_BWD_DOC}; docs/spec.md §11 device limits"),
+    # ---- §12 avg_pool3d_backward ---------------------------------------------------------------
+    Limit(("avg_pool3d", "avg_pool3d_backward"), "dtype", "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)",
+          CPU, False, _not({torch.float64}), f"{_AVG_FWD_DOC}, {_AVG_BWD_DOC} (parameter tables); docs/spec.md §12"),
 )
 
 

@@ -1,0 +1,125 @@
+// The argument rules shared by the 3-D pooling families (docs/spec.md §9
+// max_pool, §12 avg_pool): the dtypes, self's rank and axes, the
+// kernel_size / stride / padding lists (each 1 or 3 elements, stride also
+// empty) expanded to (D, H, W), and the pooled size with ceil_mode. Each
+// family numbers these rows in its own contract; the messages are the same.
+//
+// Pooled size per axis (aten's pooling_output_shape):
+//   o = (in + 2*pad - dilation*(kernel-1) - 1 + (ceil_mode ? stride-1 : 0)) / stride + 1,
+//   less one when ceil_mode and (o-1)*stride >= in + pad (the last window
+//   must start inside self or its left padding).
+#pragma once
+
+#include "common/contract.h"
+
+#include <c10/core/MemoryFormat.h>
+#include <c10/core/ScalarType.h>
+
+#include <array>
+#include <cstdint>
+#include <limits>
+
+namespace torch_aclnn::pooling {
+
+inline bool supported_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+}
+
+inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
+  ACLNN_CHECK_TYPE(supported_dtype(t), op, arg, " must be float32, float64, float16 or bfloat16, got ", t);
+}
+
+using Triple = std::array<int64_t, 3>;
+
+// The largest kernel, stride or dilation element (aten's limit too: its sizes are int).
+constexpr int64_t kMaxElement = std::numeric_limits<int32_t>::max();
+
+// A list of 1 or 3 elements (or, with `empty`, 0: that value) as 3 elements.
+inline Triple expand(const char* op, const char* arg, at::IntArrayRef v, const char* lengths,
+                     const Triple* empty = nullptr) {
+  ACLNN_CHECK_VALUE(v.size() == 1 || v.size() == 3 || (empty != nullptr && v.empty()), op, arg, " must have ",
+                    lengths, " elements, got ", v.size(), " (", fmt_list(v), ")");
+  if (v.empty()) return *empty;
+  return v.size() == 1 ? Triple{v[0], v[0], v[0]} : Triple{v[0], v[1], v[2]};
+}
+
+// A list of 1 or 3 elements in [1, 2^31) (stride: also 0 elements, = empty).
+inline Triple positive(const char* op, const char* arg, at::IntArrayRef v, const char* lengths,
+                       const Triple* empty = nullptr) {
+  const Triple t = expand(op, arg, v, lengths, empty);
+  for (int64_t e : t) {
+    ACLNN_CHECK_VALUE(e > 0, op, arg, " elements must be > 0, got ", fmt_list(v));
+    ACLNN_CHECK_VALUE(e <= kMaxElement, op, arg, " elements must be < 2^31, got ", fmt_list(v));
+  }
+  return t;
+}
+
+// kernel_size, stride and padding (padding in [0, kernel_size / 2] per axis).
+struct KernelStridePadding {
+  Triple kernel, stride, padding;
+};
+
+inline KernelStridePadding check_kernel_stride_padding(const char* op, at::IntArrayRef kernel_size,
+                                                       at::IntArrayRef stride, at::IntArrayRef padding) {
+  KernelStridePadding w;
+  w.kernel = positive(op, "kernel_size", kernel_size, "1 or 3");
+  w.stride = positive(op, "stride", stride, "0, 1 or 3", &w.kernel);
+  w.padding = expand(op, "padding", padding, "1 or 3");
+  for (size_t i = 0; i < 3; ++i) {
+    ACLNN_CHECK_VALUE(w.padding[i] >= 0 && w.padding[i] <= w.kernel[i] / 2, op,
+                      "padding elements must be in [0, kernel_size / 2], got padding ", fmt_list(padding),
+                      " for kernel_size ", fmt_list(kernel_size));
+  }
+  return w;
+}
+
+// The pooled size of one axis of `in` elements (axis i of (D, H, W)),
+// checked >= 1 (dilation 1 for the families without one).
+inline c10::SymInt pooled_size_of(const char* op, const c10::SymInt& in, int64_t k, int64_t s, int64_t p,
+                                  int64_t d, bool ceil_mode, int i, c10::SymIntArrayRef self_sizes) {
+  const c10::SymInt span = in + 2 * p - d * (k - 1) - 1;
+  // (span + (ceil ? s - 1 : 0)) / s + 1 >= 1 needs span >= 0 when not ceil,
+  // span + s - 1 >= 0 when ceil; truncating division is floor division then.
+  const c10::SymInt top = span + (ceil_mode ? s - 1 : 0);
+  ACLNN_CHECK_VALUE(top >= 0, op, "the pooled size must be >= 1 on every axis, got self shape ",
+                    fmt_list(self_sizes), " too small for kernel_size ", k, ", dilation ", d, " and padding ", p,
+                    " on axis ", i, " (D, H, W)");
+  c10::SymInt o = top / s + 1;
+  if (ceil_mode && (o - 1) * s >= in + p) o = o - 1;
+  ACLNN_CHECK_VALUE(o >= 1, op, "the pooled size must be >= 1 on every axis, got ", val(o), " on axis ", i,
+                    " (D, H, W) for self shape ", fmt_list(self_sizes));
+  return o;
+}
+
+// self is 4-D or 5-D.
+inline void check_self(const char* op, const at::Tensor& self) {
+  const auto s = self.sym_sizes();
+  ACLNN_CHECK_VALUE(self.dim() == 4 || self.dim() == 5, op,
+                    "self must be 4-D (N, D, H, W) or 5-D (N, C, D, H, W), got ", self.dim(), "-D with shape ",
+                    fmt_list(s));
+}
+
+// Every axis of self but the first is > 0.
+inline void check_axes(const char* op, const at::Tensor& self) {
+  const auto s = self.sym_sizes();
+  for (int64_t i = 1; i < self.dim(); ++i) {
+    ACLNN_CHECK_VALUE(s[i] > 0, op, "every axis of self but N must be > 0, got shape ", fmt_list(s), " (axis ", i,
+                      " is ", val(s[i]), ")");
+  }
+}
+
+// t has self's rank.
+inline void check_same_rank(const char* op, const char* name, const at::Tensor& t, const at::Tensor& self) {
+  ACLNN_CHECK_VALUE(t.dim() == self.dim(), op, name, " must have self's rank ", self.dim(), ", got ", t.dim(),
+                    "-D with shape ", fmt_list(t.sym_sizes()));
+}
+
+// The memory format of the pooling operators' results: self's
+// (channels_last_3d when self is 5-D and channels_last_3d, else contiguous).
+inline c10::MemoryFormat result_format(const at::Tensor& self) {
+  return self.dim() == 5 && self.suggest_memory_format() == c10::MemoryFormat::ChannelsLast3d
+             ? c10::MemoryFormat::ChannelsLast3d
+             : c10::MemoryFormat::Contiguous;
+}
+
+}  // namespace torch_aclnn::pooling
