@@ -184,6 +184,28 @@ bool max_pool_backward_rule(Args a) {
 // aten's argument order -> torch_aclnn's: indices third.
 void max_pool_backward_order(torch::jit::Stack& s) { std::rotate(s.begin() + 2, s.begin() + 7, s.begin() + 8); }
 
+// _adaptive_avg_pool3d(self, output_size): an input as _dropin.adaptive_avg_pool3d
+// routes it: 4-D or 5-D, no empty axis but the first (aten refuses one). An
+// output size of 1 never gets here: aten::adaptive_avg_pool3d computes it as
+// a mean; one of 0 is the contract's error, so aten's. Its result is made
+// contiguous, as aten's is in every layout.
+bool adaptive_avg_pool_rule(Args a) {
+  if (!floating(a[0])) return false;
+  const at::Tensor& x = a[0].toTensor();
+  if (x.dim() != 4 && x.dim() != 5) return false;
+  for (int64_t i = 1; i < x.dim(); ++i) {
+    if (x.size(i) <= 0) return false;
+  }
+  return true;
+}
+
+// _adaptive_avg_pool3d_backward(grad_output, self): one dtype; the result is
+// made contiguous, as aten's is in every layout.
+bool adaptive_avg_pool_backward_rule(Args a) {
+  return floating(a[0]) && adaptive_avg_pool_rule(a[1]) &&
+         a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
+}
+
 enum Backend { kCPU, kCUDA, kBackends };
 
 struct Route {
@@ -213,6 +235,9 @@ Route g_routes[] = {
     {"max_pool3d_with_indices", "max_pool3d_with_indices", max_pool_rule},
     {"max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward", max_pool_backward_rule,
      max_pool_backward_order, false, /*aten_checks_indices=*/false},
+    {"_adaptive_avg_pool3d", "adaptive_avg_pool3d", adaptive_avg_pool_rule, nullptr, true},
+    {"_adaptive_avg_pool3d_backward", "adaptive_avg_pool3d_backward", adaptive_avg_pool_backward_rule, nullptr,
+     true},
 };
 
 bool on_cuda(Args a) {

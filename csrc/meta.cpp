@@ -5,6 +5,7 @@
 // kernels allocate. Data-dependent rules (max_unpool's index range) are
 // checked by the real kernels only.
 #include "common/entry.h"
+#include "contracts/adaptive_avg_pool.h"
 #include "contracts/elu.h"
 #include "contracts/max_pool.h"
 #include "contracts/max_unpool.h"
@@ -30,6 +31,8 @@ TORCH_LIBRARY_IMPL(torch_aclnn, Meta, m) {
   entry::impl<entry::Meta, max_unpool::check_backward>(m, "max_unpool3d_backward");
   entry::impl<entry::Meta, max_pool::check_forward>(m, "max_pool3d_with_indices");
   entry::impl<entry::Meta, max_pool::check_backward>(m, "max_pool3d_with_indices_backward");
+  entry::impl<entry::Meta, adaptive_avg_pool::check_forward>(m, "adaptive_avg_pool3d");
+  entry::impl<entry::Meta, adaptive_avg_pool::check_backward>(m, "adaptive_avg_pool3d_backward");
 }
 
 }  // namespace torch_aclnn

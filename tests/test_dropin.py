@@ -23,7 +23,8 @@ from torch_aclnn.ops import _common
 from torch_aclnn.testing import node_name
 import torch_aclnn.nn.functional as TF
 
-NAMES = ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d")
+NAMES = ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
+         "adaptive_avg_pool3d")
 OPINFOS = [o for o in op_db if o.name in {f"nn.functional.{n}" for n in NAMES}]
 DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
 DISPATCHER = bool(torch_aclnn._patch.ROUTED_OPERATORS)  # (torch >= 2.9: patch(level="dispatcher") exists)
@@ -109,6 +110,8 @@ def _module(o, s):
         if a.get("weight") is not None:
             return None
         return tnn.HuberLoss(a["reduction"], a["delta"]), lambda m, *args, **kw: m(args[0], bound(*args, **kw)["target"])
+    if name == "adaptive_avg_pool3d":
+        return tnn.AdaptiveAvgPool3d(a["output_size"]), lambda m, *args, **kw: m(args[0])
     if name == "max_pool3d":
         m = tnn.MaxPool3d(a["kernel_size"], a["stride"], a["padding"], a["dilation"], a["return_indices"],
                           a["ceil_mode"])
@@ -386,6 +389,7 @@ def _scripted_twins():
         (tann.HuberLoss(reduction="sum", delta=2.0), tnn.HuberLoss(reduction="sum", delta=2.0), (x, t)),
         (tann.MaxPool3d(2, return_indices=True), tnn.MaxPool3d(2, return_indices=True), (x,)),
         (tann.MaxPool3d(3, 2, 1, ceil_mode=True), tnn.MaxPool3d(3, 2, 1, ceil_mode=True), (x,)),
+        (tann.AdaptiveAvgPool3d((2, None, 3)), tnn.AdaptiveAvgPool3d((2, None, 3)), (x,)),
     ]
 
 

@@ -24,6 +24,7 @@ import torch
 
 from torch_aclnn import npu
 from torch_aclnn.npu import _glue, limits
+from torch_aclnn.npu import adaptive_avg_pool as npu_adaptive
 from torch_aclnn.npu import elu as npu_elu
 from torch_aclnn.npu import max_unpool as npu_max_unpool
 from torch_aclnn.npu import smooth_l1 as npu_smooth_l1
@@ -403,6 +404,26 @@ def test_empty_inputs_make_no_device_call(monkeypatch):
     assert all(not s.shapes for s in spies) and not spy_elu.shapes and not any(s.shapes for s in spy_sl1)
 
 
+def test_adaptive_avg_pool_empty_and_layout(monkeypatch):
+    """An empty batch of planes makes no device call (aclnn refuses a 0 axis before the
+    Ascend 950); a channels_last_3d self gives channels_last_3d results, as the CPU kernels."""
+    spies = [Spy(npu_adaptive.ATEN_FORWARD), Spy(npu_adaptive.ATEN_BACKWARD)]
+    monkeypatch.setattr(npu_adaptive, "ATEN_FORWARD", spies[0])
+    monkeypatch.setattr(npu_adaptive, "ATEN_BACKWARD", spies[1])
+    assert on_npu_path(ops.adaptive_avg_pool3d.default, torch.empty(0, 3, 4, 4, 4), [2, 3, 2]).shape == (0, 3, 2, 3, 2)
+    assert on_npu_path(ops.adaptive_avg_pool3d_backward.default, torch.empty(0, 2, 3, 2),
+                       torch.empty(0, 4, 4, 4)).shape == (0, 4, 4, 4)
+    assert not any(s.shapes for s in spies)
+    x = make_tensor((2, 3, 5, 4, 6), torch.float32, layout="channels_last_3d")
+    g = make_tensor((2, 3, 2, 3, 4), torch.float32, layout="channels_last_3d")
+    y = on_npu_path(ops.adaptive_avg_pool3d.default, x, [2, 3, 4])
+    gx = on_npu_path(ops.adaptive_avg_pool3d_backward.default, g, x)
+    assert [s.shapes for s in spies] == [[(2, 3, 5, 4, 6)], [(2, 3, 2, 3, 4)]]
+    assert y.is_contiguous(memory_format=torch.channels_last_3d) and torch.equal(y, ops.adaptive_avg_pool3d(x, [2, 3, 4]))
+    assert gx.is_contiguous(memory_format=torch.channels_last_3d)
+    assert torch.equal(gx, ops.adaptive_avg_pool3d_backward(g, x))
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last_3d"])
 @pytest.mark.parametrize("mode,name", BACKWARDS)
 @pytest.mark.parametrize("key", ["nc_od_oh", "workspace"])
@@ -494,6 +515,9 @@ def test_exact_scale_above_50_uses_the_cpu_kernel(monkeypatch):
                                 torch.arange(8).repeat(2).view(1, 2, 2, 2, 2), [2, 2, 2], [1, 1, 1], [0, 0, 0])),
     (ops.smooth_l1_loss_backward, lambda: (make_tensor((), torch.float64), make_tensor((3, 4), torch.float64),
                                            make_tensor((4,), torch.float64), 2, 0.5)),
+    (ops.adaptive_avg_pool3d, lambda: (make_tensor((1, 2, 5, 4, 3), torch.float64), [2, 3, 2])),
+    (ops.adaptive_avg_pool3d_backward, lambda: (make_tensor((1, 2, 2, 3, 2), torch.float64),
+                                                make_tensor((1, 2, 5, 4, 3), torch.float64))),
 ])
 def test_dtype_without_an_aclnn_kernel_uses_the_cpu_kernel(op, args):
     a = args()

@@ -26,6 +26,7 @@ from .ops.elu import celu, elu, elu_backward, selu  # noqa: E402
 from .ops.smooth_l1 import huber_loss, smooth_l1_loss, smooth_l1_loss_backward  # noqa: E402
 from .ops.max_unpool import max_unpool3d, max_unpool3d_backward  # noqa: E402
 from .ops.max_pool import max_pool3d, max_pool3d_with_indices, max_pool3d_with_indices_backward  # noqa: E402
+from .ops.adaptive_avg_pool import adaptive_avg_pool3d, adaptive_avg_pool3d_backward  # noqa: E402
 from .ops.upsample import (  # noqa: E402
     upsample_nearest3d,
     upsample_nearest3d_backward,
@@ -86,6 +87,8 @@ __all__ = [
     "max_pool3d",
     "max_pool3d_with_indices",
     "max_pool3d_with_indices_backward",
+    "adaptive_avg_pool3d",
+    "adaptive_avg_pool3d_backward",
     "upsample_nearest3d",
     "upsample_nearest3d_backward",
     "upsample_nearest_exact3d",

@@ -46,6 +46,9 @@ FAMILIES = (
            autocast_fp32=(("max_unpool3d", "cpu"),)),
     Family("max_pool", ("max_pool3d_with_indices", "max_pool3d_with_indices_backward"),
            aten={"max_pool3d_with_indices": "aten::max_pool3d_with_indices"}),
+    Family("adaptive_avg_pool", ("adaptive_avg_pool3d", "adaptive_avg_pool3d_backward"),
+           aten={"adaptive_avg_pool3d": "aten::adaptive_avg_pool3d"},
+           autocast_fp32=(("adaptive_avg_pool3d", "cpu"),)),
 )
 
 OPERATORS = tuple(op for f in FAMILIES for op in f.operators)

@@ -54,7 +54,8 @@ def describe_sizes(size: str) -> str:
     numel = f"{n // 2**20}M" if n >= 2**20 else str(n)
     return (f"upsample: input (grad_input) {tuple(UPSAMPLE_INPUT[size])} (narrow rows: "
             f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1: {numel} elements; "
-            f"max_unpool3d, max_pool3d_with_indices[_backward]: pooling of {tuple(UNPOOL_INPUT[size])}; "
+            f"max_unpool3d, max_pool3d_with_indices[_backward], adaptive_avg_pool3d[_backward]: pooling of "
+            f"{tuple(UNPOOL_INPUT[size])}; "
             f"overhead: 1 element")
 
 
@@ -378,6 +379,50 @@ def _max_pool_cases():
 
 
 # ---------------------------------------------------------------------------
+# adaptive_avg_pool3d and its backward (docs/spec.md §13): UNPOOL_INPUT pooled
+# to 1 (a squeeze-and-excitation block), halved (NCDHW and channels_last_3d),
+# and to a size whose windows overlap. The backward's out= form times the
+# kernel alone.
+
+ADAPTIVE = (("output 1 (squeeze-and-excitation)", lambda d, h, w: [1, 1, 1], False),
+            ("halving", lambda d, h, w: [d // 2, h // 2, w // 2], False),
+            ("halving channels_last_3d", lambda d, h, w: [d // 2, h // 2, w // 2], True),
+            ("overlapping windows (in/out = 5/3)", lambda d, h, w: [d * 3 // 5, h * 3 // 5, w * 3 // 5], False))
+
+
+def _adaptive_cases():
+    cases = []
+    for pname, out_of, cl in ADAPTIVE:
+        for dtype in (torch.float32, torch.bfloat16):
+
+            def fwd(size, dtype=dtype, out_of=out_of, cl=cl):
+                x = _randn(UNPOOL_INPUT[size], dtype, channels_last=cl)
+                osz = out_of(*x.shape[-3:])
+                return Setup(lambda: _ours.adaptive_avg_pool3d(x, osz), lambda: _aten._adaptive_avg_pool3d(x, osz),
+                             [x], exact=dtype == torch.float32)
+            cases.append(Case("adaptive_avg_pool3d", pname, dtype, "functional", fwd,
+                              aten_name="aten._adaptive_avg_pool3d", target_ratio=1.0))
+            for out_form in (False, True):
+
+                def bwd(size, dtype=dtype, out_form=out_form, out_of=out_of, cl=cl):
+                    x = _randn(UNPOOL_INPUT[size], dtype, channels_last=cl)
+                    go = _randn([*x.shape[:2], *out_of(*x.shape[-3:])], dtype, channels_last=cl)
+                    if not out_form:
+                        return Setup(lambda: _ours.adaptive_avg_pool3d_backward(go, x),
+                                     lambda: _aten._adaptive_avg_pool3d_backward(go, x), [go],
+                                     exact=dtype == torch.float32)
+                    o1, o2 = torch.empty_like(x), torch.empty_like(x)
+                    return Setup(lambda: (_ours.adaptive_avg_pool3d_backward.grad_input(go, x, grad_input=o1), o1)[1],
+                                 lambda: _aten._adaptive_avg_pool3d_backward.out(go, x, out=o2), [go],
+                                 exact=dtype == torch.float32)
+                cases.append(Case("adaptive_avg_pool3d_backward", pname, dtype, "out=" if out_form else "functional",
+                                  bwd, overload="grad_input" if out_form else "default",
+                                  aten_name="aten._adaptive_avg_pool3d_backward" + (" out=" if out_form else ""),
+                                  target_ratio=1.0))
+    return cases
+
+
+# ---------------------------------------------------------------------------
 # 1-element calls: per-call overhead (our time / aten time)
 
 def _overhead_cases(grad: bool):
@@ -391,7 +436,7 @@ def _overhead_cases(grad: bool):
     gather for max_unpool3d_backward, which aten lacks)."""
     from . import ops  # (the public API; imported here, as torch_aclnn imports this module)
     up, elu_ops, sl1_ops = ops.upsample, ops.elu, ops.smooth_l1
-    unpool_ops, pool_ops = ops.max_unpool, ops.max_pool
+    unpool_ops, pool_ops, adaptive_ops = ops.max_unpool, ops.max_pool, ops.adaptive_avg_pool
     f32 = torch.float32
     one5 = [1, 1, 1, 1, 1]
 
@@ -455,6 +500,17 @@ def _overhead_cases(grad: bool):
                      lambda: _aten.max_pool3d_with_indices_backward(g, x, [1], [1], [0], [1], False, idx), [g, idx],
                      entry=lambda: _ours.max_pool3d_with_indices_backward.default(g, x, idx, [1], [], [0], [1], False))
 
+    def adaptive(size):
+        x = randn(one5)
+        return Setup(lambda: adaptive_ops.adaptive_avg_pool3d(x, 1), lambda: _aten._adaptive_avg_pool3d(x, [1, 1, 1]),
+                     [x], entry=lambda: _ours.adaptive_avg_pool3d.default(x, [1, 1, 1]))
+
+    def adaptive_b(size):
+        g, x = randn(one5), randn(one5)
+        return Setup(lambda: adaptive_ops.adaptive_avg_pool3d_backward(g, x),
+                     lambda: _aten._adaptive_avg_pool3d_backward(g, x), [g],
+                     entry=lambda: _ours.adaptive_avg_pool3d_backward.default(g, x))
+
     entries = (ups("upsample_nearest3d", "nearest", _aten.upsample_nearest3d_backward)
                + ups("upsample_nearest_exact3d", "nearest-exact", _aten._upsample_nearest_exact3d_backward)
                + [("elu", elu, "F.elu"), ("elu_backward", elu_b, "aten.elu_backward"),
@@ -463,7 +519,9 @@ def _overhead_cases(grad: bool):
                   ("max_unpool3d", unpool, "F.max_unpool3d"),
                   ("max_unpool3d_backward", unpool_b, "gather"),
                   ("max_pool3d_with_indices", pool, "F.max_pool3d (return_indices)"),
-                  ("max_pool3d_with_indices_backward", pool_b, "aten.max_pool3d_with_indices_backward")])
+                  ("max_pool3d_with_indices_backward", pool_b, "aten.max_pool3d_with_indices_backward"),
+                  ("adaptive_avg_pool3d", adaptive, "aten._adaptive_avg_pool3d"),
+                  ("adaptive_avg_pool3d_backward", adaptive_b, "aten._adaptive_avg_pool3d_backward")])
     name, target = ("1 element, autograd on", 1.2) if grad else ("1 element", 1.5)
     return [Case(op, name, f32, "functional", build, kind="overhead", aten_name=aten, target_overhead=target)
             for op, build, aten in entries]
@@ -491,6 +549,6 @@ def targets(case: Case, device: str) -> tuple:
 
 def all_cases() -> list[Case]:
     return (_upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _max_pool_cases()
-            + _overhead_cases(False)
+            + _adaptive_cases() + _overhead_cases(False)
             + _overhead_cases(True))
 

@@ -5,6 +5,7 @@
 // submodule <family>. Built by tests/test_cuda_host_emulation.py.
 #include <torch/extension.h>
 
+#include "adaptive_avg_pool.h"
 #include "deferred.h"
 #include "elu.h"
 #include "max_pool.h"
@@ -15,6 +16,8 @@
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   auto deferred = m.def_submodule("deferred");
   deferred_emulation::register_deferred(deferred);
+  auto adaptive_avg_pool = m.def_submodule("adaptive_avg_pool");
+  register_adaptive_avg_pool(adaptive_avg_pool);
   auto elu = m.def_submodule("elu");
   register_elu(elu);
   auto max_pool = m.def_submodule("max_pool");

@@ -18,6 +18,7 @@ buffers, so a state_dict saved from either loads into the other, strictly),
     torch.nn.HuberLoss    -> HuberLoss    (delta * SmoothL1Loss(beta=delta))
     torch.nn.MaxUnpool3d  -> MaxUnpool3d
     torch.nn.MaxPool3d    -> MaxPool3d
+    torch.nn.AdaptiveAvgPool3d -> AdaptiveAvgPool3d  (an output size of 1 stays torch's mean)
 
 ``inplace=True`` (ELU, SELU, CELU) behaves as in torch: the input is
 overwritten with the result and returned, and the backward is computed from
@@ -45,8 +46,8 @@ from torch import Tensor
 
 from . import functional
 
-__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "convert",
-           "functional"]
+__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d",
+           "AdaptiveAvgPool3d", "convert", "functional"]
 
 _log = logging.getLogger("torch_aclnn")
 
@@ -151,6 +152,18 @@ class MaxPool3d(_Module, torch.nn.MaxPool3d):
                                      ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
+class AdaptiveAvgPool3d(_Module, torch.nn.AdaptiveAvgPool3d):
+    """``torch.nn.AdaptiveAvgPool3d(output_size)`` on aclnnAdaptiveAvgPool3d[Backward]:
+    the gradient is a gather, deterministic on every device, also where
+    aten's CUDA kernel refuses ``use_deterministic_algorithms(True)``. An
+    output size of 1 stays torch's (a mean, deterministic already)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.adaptive_avg_pool3d(input, self.output_size)
+        return functional.adaptive_avg_pool3d(input, self.output_size)
+
+
 _REPLACEMENTS = {
     torch.nn.Upsample: Upsample,
     torch.nn.ELU: ELU,
@@ -160,6 +173,7 @@ _REPLACEMENTS = {
     torch.nn.HuberLoss: HuberLoss,
     torch.nn.MaxUnpool3d: MaxUnpool3d,
     torch.nn.MaxPool3d: MaxPool3d,
+    torch.nn.AdaptiveAvgPool3d: AdaptiveAvgPool3d,
 }
 
 
@@ -178,7 +192,7 @@ def convert(module: torch.nn.Module) -> torch.nn.Module:
     the (possibly new) root.
 
     Swapped: Upsample, ELU, SELU, CELU, SmoothL1Loss, HuberLoss,
-    MaxUnpool3d and MaxPool3d, matched by exact type. Each call of a swapped module is
+    MaxUnpool3d, MaxPool3d and AdaptiveAvgPool3d, matched by exact type. Each call of a swapped module is
     still computed by torch when it lies outside torch_aclnn's contract (a
     4-D Upsample input, say), so converting never breaks a model. Left alone:
     subclasses of those classes (their forward may be their own) and

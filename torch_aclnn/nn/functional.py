@@ -14,6 +14,8 @@ routes and what passes through: docs/patch.md.
     huber_loss      as smooth_l1_loss, delta > 0, no weight
     max_unpool3d    4-D or 5-D floating input, int64 indices
     max_pool3d      4-D or 5-D floating input (return_indices or not)
+    adaptive_avg_pool3d  4-D or 5-D floating input, an output size other
+                    than 1 (torch computes that as a mean)
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from torch import Tensor
 
 from .._dropin import call
 
-__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d"]
+__all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
+           "adaptive_avg_pool3d"]
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
@@ -76,3 +79,10 @@ def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     the values, or (values, indices) with ``return_indices``. The gradient is
     deterministic on every device."""
     return call(_F.max_pool3d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """``torch.nn.functional.adaptive_avg_pool3d`` on torch_aclnn's
+    adaptive_avg_pool3d[_backward]: the gradient is a gather, deterministic on
+    every device. An output size of 1 stays torch's (a mean)."""
+    return call(_F.adaptive_avg_pool3d, input, output_size)

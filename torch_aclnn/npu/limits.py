@@ -45,6 +45,8 @@ _SL1_SRC = "ops-nn loss/smooth_l1_loss_v2/op_api/aclnn_smooth_l1_loss.cpp"
 _UNPOOL_DOC = "ops-nn index/scatter_elements/docs/aclnnMaxUnpool3d.md"
 _POOL_FWD_DOC = "ops-nn pooling/max_pool3d_with_argmax/docs/aclnnMaxPool3dWithArgmax.md"
 _POOL_BWD_DOC = "ops-nn pooling/max_pool3d_grad_with_argmax/docs/aclnnMaxPool3dWithArgmaxBackward.md"
+_ADAPTIVE_FWD_DOC = "ops-nn pooling/adaptive_avg_pool3d/docs/aclnnAdaptiveAvgPool3d.md"
+_ADAPTIVE_BWD_DOC = "ops-nn pooling/adaptive_avg_pool3d_grad/docs/aclnnAdaptiveAvgPool3dBackward.md"
 
 GIB = 1 << 30
 
@@ -121,6 +123,10 @@ LIMITS = (
     Limit(("max_pool3d_with_indices", "max_pool3d_with_indices_backward"), "dtype",
           "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)", CPU, False, _not({torch.float64}),
           f"{_POOL_FWD_DOC}, {_POOL_BWD_DOC} (parameter tables); docs/spec.md §9 dtypes"),
+    # ---- §13 adaptive_avg_pool3d_backward -------------------------------------------------------
+    Limit(("adaptive_avg_pool3d", "adaptive_avg_pool3d_backward"), "dtype",
+          "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)", CPU, False, _not({torch.float64}),
+          f"{_ADAPTIVE_FWD_DOC}, {_ADAPTIVE_BWD_DOC} (parameter tables); docs/spec.md §13 device limits"),
 )
 
 
