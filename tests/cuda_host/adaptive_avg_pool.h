@@ -24,7 +24,8 @@ using torch_aclnn::cuda::with_index_type;
 at::Tensor result_for(const torch_aclnn::Result& r, bool channels_last, int64_t offset) {
   const c10::MemoryFormat fmt = channels_last && r.sizes.size() == 5 ? c10::MemoryFormat::ChannelsLast3d
                                                                      : c10::MemoryFormat::Contiguous;
-  return host_result::result_at(C10_AS_INTARRAYREF_SLOW(r.sizes), r.options(), fmt, offset);
+  return host_result::result_at(C10_AS_INTARRAYREF_SLOW(r.sizes), c10::TensorOptions().dtype(r.dtype).device(r.device),
+                                fmt, offset);
 }
 
 // forward_into's kernel; wide: the 64-bit instantiation (else the 32-bit
