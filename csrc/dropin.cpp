@@ -225,6 +225,26 @@ bool avg_pool_rule(Args a) { return pool_input(a[0]); }
 //                     divisor_override)
 bool avg_pool_backward_rule(Args a) {
   return floating(a[0]) && pool_input(a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
+// _adaptive_avg_pool3d(self, output_size): an input as _dropin.adaptive_avg_pool3d
+// routes it: 4-D or 5-D, no empty axis but the first (aten refuses one). An
+// output size of 1 never gets here: aten::adaptive_avg_pool3d computes it as
+// a mean; one of 0 is the contract's error, so aten's. Its result is made
+// contiguous, as aten's is in every layout.
+bool adaptive_avg_pool_rule(Args a) {
+  if (!floating(a[0])) return false;
+  const at::Tensor& x = a[0].toTensor();
+  if (x.dim() != 4 && x.dim() != 5) return false;
+  for (int64_t i = 1; i < x.dim(); ++i) {
+    if (x.size(i) <= 0) return false;
+  }
+  return true;
+}
+
+// _adaptive_avg_pool3d_backward(grad_output, self): one dtype; the result is
+// made contiguous, as aten's is in every layout.
+bool adaptive_avg_pool_backward_rule(Args a) {
+  return floating(a[0]) && adaptive_avg_pool_rule(a[1]) &&
+         a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
 }
 
 enum Backend { kCPU, kCUDA, kBackends };
@@ -262,6 +282,9 @@ Route g_routes[] = {
     {"upsample_trilinear3d_backward", "upsample_trilinear3d_backward", upsample_trilinear_backward_rule},
     {"avg_pool3d", "avg_pool3d", avg_pool_rule, nullptr, true},
     {"avg_pool3d_backward", "avg_pool3d_backward", avg_pool_backward_rule, nullptr, true},
+    {"_adaptive_avg_pool3d", "adaptive_avg_pool3d", adaptive_avg_pool_rule, nullptr, true},
+    {"_adaptive_avg_pool3d_backward", "adaptive_avg_pool3d_backward", adaptive_avg_pool_backward_rule, nullptr,
+     true},
 };
 
 bool on_cuda(Args a) {

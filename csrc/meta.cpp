@@ -6,6 +6,7 @@
 // checked by the real kernels only.
 #include "common/entry.h"
 #include "contracts/avg_pool.h"
+#include "contracts/adaptive_avg_pool.h"
 #include "contracts/elu.h"
 #include "contracts/leaky_relu.h"
 #include "contracts/max_pool.h"
@@ -39,6 +40,8 @@ TORCH_LIBRARY_IMPL(torch_aclnn, Meta, m) {
   entry::impl<entry::Meta, upsample_trilinear::check_backward>(m, upsample_trilinear::kBackward);
   entry::impl<entry::Meta, avg_pool::check_forward>(m, "avg_pool3d");
   entry::impl<entry::Meta, avg_pool::check_backward>(m, "avg_pool3d_backward");
+  entry::impl<entry::Meta, adaptive_avg_pool::check_forward>(m, "adaptive_avg_pool3d");
+  entry::impl<entry::Meta, adaptive_avg_pool::check_backward>(m, "adaptive_avg_pool3d_backward");
 }
 
 }  // namespace torch_aclnn

@@ -159,4 +159,9 @@ TORCH_LIBRARY(torch_aclnn, m) {
   m.def("avg_pool3d_backward.grad_input(Tensor grad_output, Tensor self, int[] kernel_size, int[] stride, "
         "int[] padding, bool ceil_mode, bool count_include_pad, int? divisor_override, *, "
         "Tensor(a!) grad_input) -> ()", tags);
+  // §13 adaptive_avg_pool3d (aclnnAdaptiveAvgPool3dBackward)
+  m.def("adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor", tags);
+  m.def("adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor", tags);
+  m.def("adaptive_avg_pool3d_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> ()",
+        tags);
 }

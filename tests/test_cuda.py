@@ -31,7 +31,7 @@ def _sample(name, dtype=torch.float32):
 # Kernels that do the CPU kernels' additions in the CPU kernels' order, or
 # only move elements: bitwise equal to them. (The ELU kernels use the
 # device's exp/expm1 and the smooth_l1 reductions add in another order.)
-BITWISE_WITH_CPU = [n for n in OP_NAMES if n.startswith(("upsample", "max_unpool", "max_pool"))]
+BITWISE_WITH_CPU = [n for n in OP_NAMES if n.startswith(("upsample", "max_unpool", "max_pool", "adaptive_avg_pool"))]
 
 
 @pytest.mark.parametrize("name", OP_NAMES)

@@ -1083,3 +1083,49 @@ def test_avg_pool_matches_the_cpu_kernels(avg_pool, dtype, cl):
         want = torch.ops.torch_aclnn.avg_pool3d_backward(go, x, *window)
         got = avg_pool.backward(go, x, *window, cl)
         assert torch.equal(got, want), (shape, window, dtype)
+# adaptive_avg_pool3d and its backward (csrc/cuda/adaptive_avg_pool.cuh)
+
+@pytest.fixture(scope="module")
+def adaptive(emulation):
+    return emulation.adaptive_avg_pool
+
+
+@pytest.mark.parametrize("dtype", FLOATING, ids=str)
+def test_adaptive_avg_pool_samples(adaptive, dtype):
+    """Every OpInfo sample, every walk order (contiguous, channels_last_3d), both index
+    widths, at an offset into a NaN-filled buffer: the CPU kernels' bits."""
+    for name in ("adaptive_avg_pool3d", "adaptive_avg_pool3d_backward"):
+        for s in OPS[name].samples("cpu", dtype):
+            expected = getattr(torch.ops.torch_aclnn, name)(*s.args)
+            for cl, wide, offset in VARIANTS:
+                if name == "adaptive_avg_pool3d":
+                    got = adaptive.forward(s.args[0], list(s.args[1]), cl, wide, offset)
+                else:
+                    got = adaptive.backward(*s.args, cl, wide, offset)
+                assert got.shape == expected.shape and torch.equal(got, expected), \
+                    f"{name} {s.desc} cl={cl} wide={wide} offset={offset}"
+
+
+def test_adaptive_avg_pool_random(adaptive):
+    """Random shapes and output sizes (smaller, equal and larger than the input on each
+    axis), NaN terms included: the CPU kernels' bits, NaN payloads aside."""
+    rng = random.Random(5)
+    for _ in range(12):
+        shape = [rng.randint(1, 2), rng.randint(1, 9)] + [rng.randint(1, 9) for _ in range(3)]
+        size = [rng.randint(1, 11) for _ in range(3)]
+        dtype = rng.choice(FLOATING)
+        if rng.random() < 0.3:
+            shape = shape[1:]  # 4-D (C, D, H, W)
+        layout = rng.choice(LAYOUTS if len(shape) == 5 else ("contiguous", "permuted", "sliced"))
+        x = make_tensor(shape, dtype, layout=layout)
+        g = make_tensor([*shape[:-3], *size], dtype, layout=layout)
+        if g.is_contiguous():
+            g.view(-1)[::7] = float("nan")
+        fwd = torch.ops.torch_aclnn.adaptive_avg_pool3d(x, size)
+        bwd = torch.ops.torch_aclnn.adaptive_avg_pool3d_backward(g, x)
+        for cl, wide, offset in VARIANTS:
+            got = adaptive.forward(x, size, cl, wide, offset)
+            torch.testing.assert_close(got, fwd, rtol=0, atol=0, equal_nan=True)
+            got = adaptive.backward(g, x, cl, wide, offset)
+            torch.testing.assert_close(got, bwd, rtol=0, atol=0, equal_nan=True,
+                                       msg=lambda m: f"{shape} -> {size} {dtype} {layout} cl={cl}: {m}")

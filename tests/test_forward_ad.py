@@ -315,6 +315,13 @@ def _vmap_cases():
     yield "max_pool3d_with_indices_backward all batched", \
         lambda go, s, ix: ops.max_pool3d_with_indices_backward(go, s, ix, *pool), \
         (r(*i.shape), x, i), (0, 0, 0)
+    yield "adaptive_avg_pool3d 5-D", lambda s: ops.adaptive_avg_pool3d(s, [2, 3, 2]), (r(B, 2, 3, 4, 3, 4),), (0,)
+    yield "adaptive_avg_pool3d 4-D, bdim 1", lambda s: ops.adaptive_avg_pool3d(s, [2, 2, 2]), (r(3, B, 4, 3, 4),), (1,)
+    yield "adaptive_avg_pool3d_backward grad_output batched", \
+        lambda go, s: ops.adaptive_avg_pool3d_backward(go, s), \
+        (r(B, 2, 3, 2, 3, 2), x1.contiguous(memory_format=torch.channels_last_3d)), (0, None)
+    yield "adaptive_avg_pool3d_backward all batched", lambda go, s: ops.adaptive_avg_pool3d_backward(go, s), \
+        (r(2, 3, 2, 3, B, 2), x), (-2, 0)
 
 
 VMAP = list(_vmap_cases())

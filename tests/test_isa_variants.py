@@ -28,6 +28,19 @@ for name, info in OPS.items():
                 assert all(torch.equal(o, a) for o, a in zip(outs, results(info.aten(*s.args, **s.kwargs)),
                                                              strict=True)), (name, s)
             checked += 1
+# adaptive_avg_pool3d: rows and channels of whole vectors and tails (AVX512 16, AVX2 8 floats),
+# windows of 1 to 3 positions; float32 gives aten's bits, bfloat16 the float32 result rounded once
+for dtype in (torch.float32, torch.bfloat16):
+    for c, w, ow in ((5, 17, 7), (16, 40, 16), (17, 33, 40)):
+        x = torch.randn(2, c, 3, 4, w).to(dtype)
+        g = torch.randn(2, c, 2, 3, ow).to(dtype)
+        for layout in (torch.contiguous_format, torch.channels_last_3d):
+            xl, gl = x.contiguous(memory_format=layout), g.contiguous(memory_format=layout)
+            assert torch.equal(torch.ops.torch_aclnn.adaptive_avg_pool3d(xl, [2, 3, ow]),
+                               torch.ops.aten._adaptive_avg_pool3d(x.float(), [2, 3, ow]).to(dtype)), (dtype, c, w)
+            assert torch.equal(torch.ops.torch_aclnn.adaptive_avg_pool3d_backward(gl, xl),
+                               torch.ops.aten._adaptive_avg_pool3d_backward(g.float(), x.float()).to(dtype))
+            checked += 1
 # channels_last_3d forwards: whole-vector and partial-vector channel copies
 for dtype in (torch.float32, torch.bfloat16):
     for channels in (1, 5, 16, 17, 40, 130):

@@ -24,6 +24,7 @@ import torch
 
 from torch_aclnn import npu
 from torch_aclnn.npu import _glue, limits
+from torch_aclnn.npu import adaptive_avg_pool as npu_adaptive
 from torch_aclnn.npu import elu as npu_elu
 from torch_aclnn.npu import leaky_relu as npu_leaky_relu
 from torch_aclnn.npu import max_unpool as npu_max_unpool
@@ -57,6 +58,9 @@ def on_npu_path(overload, *args, **kwargs):
 #             rule applied to the scales the glue actually passes (all three
 #             or none), so samples with scales for some axes only are kept:
 #             the glue's all-or-nothing correction must make them match.
+#   adaptive_avg_pool  aten's CPU float16/bfloat16 kernels round the partial
+#             sums (the spec sums in float32 and rounds once): only samples
+#             with one term per element (output of the input's size) are kept.
 #   max_unpool aten's CPU max_unpool3d has no integer kernels (aclnnMaxUnpool3d
 #             has INT8, UINT8, INT16, INT32, INT64): integer forward samples
 #             are left out (the glue has no dtype-dependent code there).
@@ -106,6 +110,8 @@ def simulated_spec(name, s) -> bool:
         return s.exact_vs_aten
     if OPS[name].family == "avg_pool":  # aten's CPU kernels have no float16/bfloat16 avg_pool3d
         return s.args[0].dtype in (torch.float32, torch.float64)
+    if OPS[name].family == "adaptive_avg_pool":  # aten's float16/bfloat16 kernels round the partial sums
+        return s.exact_vs_aten
     return True
 
 
@@ -505,6 +511,26 @@ def test_empty_inputs_make_no_device_call(monkeypatch):
     assert all(not s.shapes for s in spies) and not spy_elu.shapes and not any(s.shapes for s in spy_sl1)
 
 
+def test_adaptive_avg_pool_empty_and_layout(monkeypatch):
+    """An empty batch of planes makes no device call (aclnn refuses a 0 axis before the
+    Ascend 950); a channels_last_3d self gives channels_last_3d results, as the CPU kernels."""
+    spies = [Spy(npu_adaptive.ATEN_FORWARD), Spy(npu_adaptive.ATEN_BACKWARD)]
+    monkeypatch.setattr(npu_adaptive, "ATEN_FORWARD", spies[0])
+    monkeypatch.setattr(npu_adaptive, "ATEN_BACKWARD", spies[1])
+    assert on_npu_path(ops.adaptive_avg_pool3d.default, torch.empty(0, 3, 4, 4, 4), [2, 3, 2]).shape == (0, 3, 2, 3, 2)
+    assert on_npu_path(ops.adaptive_avg_pool3d_backward.default, torch.empty(0, 2, 3, 2),
+                       torch.empty(0, 4, 4, 4)).shape == (0, 4, 4, 4)
+    assert not any(s.shapes for s in spies)
+    x = make_tensor((2, 3, 5, 4, 6), torch.float32, layout="channels_last_3d")
+    g = make_tensor((2, 3, 2, 3, 4), torch.float32, layout="channels_last_3d")
+    y = on_npu_path(ops.adaptive_avg_pool3d.default, x, [2, 3, 4])
+    gx = on_npu_path(ops.adaptive_avg_pool3d_backward.default, g, x)
+    assert [s.shapes for s in spies] == [[(2, 3, 5, 4, 6)], [(2, 3, 2, 3, 4)]]
+    assert y.is_contiguous(memory_format=torch.channels_last_3d) and torch.equal(y, ops.adaptive_avg_pool3d(x, [2, 3, 4]))
+    assert gx.is_contiguous(memory_format=torch.channels_last_3d)
+    assert torch.equal(gx, ops.adaptive_avg_pool3d_backward(g, x))
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last_3d"])
 @pytest.mark.parametrize("mode,name", BACKWARDS)
 @pytest.mark.parametrize("key", ["nc_od_oh", "workspace"])
@@ -602,6 +628,9 @@ def test_exact_scale_above_50_uses_the_cpu_kernel(monkeypatch):
     (ops.avg_pool3d, lambda: (make_tensor((1, 2, 4, 4, 4), torch.float64), [2], [], [0], False, True, None)),
     (ops.avg_pool3d_backward, lambda: (make_tensor((1, 2, 2, 2, 2), torch.float64),
                                        make_tensor((1, 2, 4, 4, 4), torch.float64), [2], [], [0], False, True, None)),
+    (ops.adaptive_avg_pool3d, lambda: (make_tensor((1, 2, 5, 4, 3), torch.float64), [2, 3, 2])),
+    (ops.adaptive_avg_pool3d_backward, lambda: (make_tensor((1, 2, 2, 3, 2), torch.float64),
+                                                make_tensor((1, 2, 5, 4, 3), torch.float64))),
 ])
 def test_dtype_without_an_aclnn_kernel_uses_the_cpu_kernel(op, args):
     a = args()

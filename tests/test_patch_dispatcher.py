@@ -60,6 +60,8 @@ CASES = [
     ("smooth_l1 sum", lambda x: F.smooth_l1_loss(x, torch.zeros_like(x), reduction="sum"),
      {"aten::smooth_l1_loss", "aten::smooth_l1_loss_backward"}),
     ("leaky_relu", lambda x: F.leaky_relu(x, 0.2), {"aten::leaky_relu", "aten::leaky_relu_backward"}),
+    ("adaptive_avg_pool3d", lambda x: F.adaptive_avg_pool3d(x, (3, 2, 4)),
+     {"aten::_adaptive_avg_pool3d", "aten::_adaptive_avg_pool3d_backward"}),
 ]
 
 
@@ -97,6 +99,30 @@ def test_routed_max_unpool3d(layout):
         assert torch.autograd.gradgradcheck(lambda t: F.max_unpool3d(t, i, 2), (p,))
     assert stats.routed.get("aten::max_unpool3d", 0) >= 1, stats
     assert torch.equal(got, want) and got.is_contiguous()
+
+
+def test_adaptive_avg_pool3d_routes_all_but_the_mean():
+    """Output size 1 is aten's mean (aten::adaptive_avg_pool3d never reaches
+    _adaptive_avg_pool3d then) and an output size of 0 (the contract's row 7)
+    gets torch's empty result; the rest is routed, bitwise torch's (float32), a
+    channels_last 4-D input too, the gradient contiguous as aten's."""
+    x = _x(dtype=torch.float32)
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        F.adaptive_avg_pool3d(x, 1).sum().backward()
+        empty = F.adaptive_avg_pool3d(x.detach(), (0, 2, 2))
+    assert not stats.routed and empty.shape == (2, 3, 0, 2, 2), stats
+    four = torch.randn(3, 4, 5, 6).contiguous(memory_format=torch.channels_last)
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        got = F.adaptive_avg_pool3d(four, 2)
+    assert stats.routed == {"aten::_adaptive_avg_pool3d": 1} and torch.equal(got, F.adaptive_avg_pool3d(four, 2))
+    y = make_layout(x.detach(), "channels_last_3d").requires_grad_()
+    want = F.adaptive_avg_pool3d(y, (3, 3, 5))
+    (want_grad,) = torch.autograd.grad(want.square().sum(), y)
+    with torch_aclnn.patched(level="dispatcher") as stats:
+        got = F.adaptive_avg_pool3d(y, (3, 3, 5))
+        (grad,) = torch.autograd.grad(got.square().sum(), y)
+    assert stats.routed == {"aten::_adaptive_avg_pool3d": 1, "aten::_adaptive_avg_pool3d_backward": 1}, stats
+    assert torch.equal(got, want) and torch.equal(grad, want_grad) and grad.stride() == want_grad.stride()
 
 
 def test_max_pool3d_is_routed_only_where_patch_routes_it(monkeypatch):

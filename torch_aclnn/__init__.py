@@ -6,7 +6,7 @@ thin typed wrappers with F.interpolate / F.elu / ... style arguments.
 
 Drop-in use: ``torch_aclnn.nn.functional`` has torch.nn.functional's
 interpolate, elu, selu, celu, smooth_l1_loss, huber_loss, max_unpool3d,
-max_pool3d, leaky_relu and avg_pool3d with their exact signatures (every other name is torch's own);
+max_pool3d, leaky_relu, avg_pool3d and adaptive_avg_pool3d with their exact signatures (every other name is torch's own);
 ``torch_aclnn.nn`` the matching modules, swapped into a model by
 ``torch_aclnn.convert`` (and back by ``unconvert``);
 ``torch_aclnn.patch()`` (or ``with torch_aclnn.patched():``) routes such
@@ -30,6 +30,7 @@ from .ops.smooth_l1 import huber_loss, smooth_l1_loss, smooth_l1_loss_backward  
 from .ops.max_unpool import max_unpool3d, max_unpool3d_backward  # noqa: E402
 from .ops.max_pool import max_pool3d, max_pool3d_with_indices, max_pool3d_with_indices_backward  # noqa: E402
 from .ops.avg_pool import avg_pool3d, avg_pool3d_backward  # noqa: E402
+from .ops.adaptive_avg_pool import adaptive_avg_pool3d, adaptive_avg_pool3d_backward  # noqa: E402
 from .ops.upsample import (  # noqa: E402
     upsample_nearest3d,
     upsample_nearest3d_backward,
@@ -96,6 +97,8 @@ __all__ = [
     "max_pool3d_with_indices_backward",
     "avg_pool3d",
     "avg_pool3d_backward",
+    "adaptive_avg_pool3d",
+    "adaptive_avg_pool3d_backward",
     "upsample_nearest3d",
     "upsample_nearest3d_backward",
     "upsample_nearest_exact3d",

@@ -1,8 +1,8 @@
 """Autocast policy of the forward operators: the same as aten's op of the same name.
 
 Under ``torch.autocast``, aten runs smooth_l1_loss (CPU and CUDA),
-max_unpool3d (CPU) and upsample_nearest3d / _upsample_nearest_exact3d (CUDA)
-in float32: float16/bfloat16 inputs are cast up, and the result is float32.
+max_unpool3d and adaptive_avg_pool3d (CPU) and upsample_nearest3d /
+_upsample_nearest_exact3d (CUDA) in float32: float16/bfloat16 inputs are cast up, and the result is float32.
 elu, and the others on the other device, have no autocast rule (they run in
 the input's dtype); neither do the torch_aclnn operators then. The rules are
 each family's entry in torch_aclnn/_registry.py; tests/test_nn.py checks

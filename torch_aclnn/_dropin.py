@@ -31,9 +31,8 @@ from ._registry import OPERATORS
 from ._torch_api import (functorch_transforms_active, has_kernel, is_view, plain_view, privateuse1_name,
                          tracing_state)
 from .ops._common import compiling, planned
-from .ops import elu as _elu, max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up
-from .ops import avg_pool as _avg, leaky_relu as _lrelu
-from .ops import upsample_trilinear as _tri
+from .ops import adaptive_avg_pool as _adaptive, avg_pool as _avg, elu as _elu, leaky_relu as _lrelu, \
+    max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up, upsample_trilinear as _tri
 
 __all__ = ["ROUTES", "call", "decide"]
 
@@ -485,6 +484,40 @@ def _avg_pool_plan(op, input, kernel_size, stride, padding, ceil_mode, count_inc
     return _avg.plan(op, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
+@_reasons
+def _adaptive_plan(op, input, output_size):
+    """adaptive_avg_pool3d's rules on the input's shape and output_size: the
+    operator's 3 ints, or the reason."""
+    if isinstance(output_size, (list, tuple, torch.Size)):
+        if len(output_size) != 3 or not all(v is None or isinstance(v, _INTS) and not isinstance(v, bool)
+                                            for v in output_size):
+            return "output_size not an int or 3 ints or Nones"
+    elif not (isinstance(output_size, _INTS) and not isinstance(output_size, bool)):
+        return "output_size not an int or 3 ints or Nones"
+    size = _adaptive.output_size_of(op, input, output_size)
+    if not all(v > 0 for v in size):
+        return "an output size of 0 (torch returns an empty result)"
+    if all(v == 1 for v in size):
+        return "output size 1 (torch computes a mean, deterministic already)"
+    return size
+
+
+def adaptive_avg_pool3d(input, output_size) -> Decision:
+    why = _tensor(input, "adaptive_avg_pool3d")
+    if why:
+        return why
+    if input.dim() not in (4, 5):  # (F's 4-D input is (C, D, H, W), as the contract's)
+        return f"{input.dim()}-D input"
+    for s in input.shape[1:]:
+        if not s > 0:  # (torch refuses an empty axis but the first)
+            return "an empty axis (but the first)"
+    size = planned(_adaptive_plan, "adaptive_avg_pool3d", input, output_size)
+    if isinstance(size, str):
+        return size
+    out = _adaptive._POOL[+compiling()](input, size)
+    return out if out.is_contiguous() else out.contiguous()  # torch's result is contiguous in every layout
+
+
 # ---------------------------------------------------------------------------
 
 # torch function -> (its name, the decision above).
@@ -501,6 +534,7 @@ ROUTES: Dict[Callable, tuple] = {
     F.leaky_relu: ("leaky_relu", leaky_relu),
     F.leaky_relu_: ("leaky_relu_", leaky_relu_),
     F.avg_pool3d: ("avg_pool3d", avg_pool3d),
+    F.adaptive_avg_pool3d: ("adaptive_avg_pool3d", adaptive_avg_pool3d),
 }
 
 

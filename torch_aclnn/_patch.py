@@ -23,7 +23,7 @@ stays registered once made: switched off, it hands every call to aten's kernel.
 call of a ``torch.nn.functional`` function that supports
 ``__torch_function__`` (F.interpolate, F.elu, F.selu, F.celu,
 F.smooth_l1_loss, F.huber_loss, F.max_unpool3d, F.max_pool3d,
-F.max_pool3d_with_indices and F.avg_pool3d all do) together with the exact arguments the
+F.max_pool3d_with_indices, F.avg_pool3d and F.adaptive_avg_pool3d all do) together with the exact arguments the
 caller wrote. It is scoped to the calling thread and to what it records (the
 backward of a call routed in the block is torch_aclnn's wherever it runs),
 reaches the NPU and F.huber_loss, and dynamo traces it, so
@@ -79,7 +79,7 @@ _INDEX = {name: i for i, name in enumerate(_NAMES)}
 class PatchStats:
     """What the patch did, per torch.nn.functional function name
     ("interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
-    "max_pool3d_with_indices", "avg_pool3d") and, for ``level="dispatcher"``, per aten
+    "max_pool3d_with_indices", "avg_pool3d", ...) and, for ``level="dispatcher"``, per aten
     operator ("aten::elu", "aten::upsample_nearest3d_backward", ...):
 
     * ``routed[name]``: calls computed by torch_aclnn;
@@ -316,8 +316,9 @@ def _check_level(level: Optional[str]) -> str:
 def patch(count: bool = True, level: Optional[str] = None) -> None:
     """Route F.interpolate (5-D, nearest / nearest-exact), F.elu, F.selu,
     F.celu, F.smooth_l1_loss, F.max_unpool3d, F.max_pool3d (CUDA; with or
-    without indices) and F.avg_pool3d — and so nn.Upsample, nn.ELU, nn.SELU, nn.CELU,
-    nn.SmoothL1Loss, nn.MaxUnpool3d, nn.MaxPool3d, nn.AvgPool3d — to torch_aclnn from now
+    without indices), F.avg_pool3d and F.adaptive_avg_pool3d (an output size other than 1)
+    — and so nn.Upsample, nn.ELU, nn.SELU, nn.CELU, nn.SmoothL1Loss, nn.MaxUnpool3d,
+    nn.MaxPool3d, nn.AvgPool3d, nn.AdaptiveAvgPool3d — to torch_aclnn from now
     on, until :func:`unpatch`. Calls outside torch_aclnn's contract (other
     modes, 4-D input, other dtypes or devices, ...) go to torch unchanged.
     Calling it again at the same level is a no-op.

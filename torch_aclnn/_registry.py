@@ -52,6 +52,9 @@ FAMILIES = (
     Family("leaky_relu", ("leaky_relu", "leaky_relu_backward"), aten={"leaky_relu": "aten::leaky_relu"}),
     Family("avg_pool", ("avg_pool3d", "avg_pool3d_backward"), aten={"avg_pool3d": "aten::avg_pool3d"},
            autocast_fp32=(("avg_pool3d", "cpu"),)),
+    Family("adaptive_avg_pool", ("adaptive_avg_pool3d", "adaptive_avg_pool3d_backward"),
+           aten={"adaptive_avg_pool3d": "aten::adaptive_avg_pool3d"},
+           autocast_fp32=(("adaptive_avg_pool3d", "cpu"),)),
 )
 
 OPERATORS = tuple(op for f in FAMILIES for op in f.operators)

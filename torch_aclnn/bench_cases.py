@@ -58,6 +58,9 @@ def describe_sizes(size: str) -> str:
             f"upsample_trilinear3d[_backward]: the upsample sizes; "
             f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1: {numel} elements; "
             f"max_unpool3d, max_pool3d_with_indices[_backward], avg_pool3d[_backward]: pooling of {tuple(UNPOOL_INPUT[size])}; "
+            f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1: {numel} elements; "
+            f"max_unpool3d, max_pool3d_with_indices[_backward], adaptive_avg_pool3d[_backward]: pooling of "
+            f"{tuple(UNPOOL_INPUT[size])}; "
             f"overhead: 1 element")
 
 
@@ -499,6 +502,49 @@ def _avg_pool_cases():
     return cases
 
 
+# adaptive_avg_pool3d and its backward (docs/spec.md §13): UNPOOL_INPUT pooled
+# to 1 (a squeeze-and-excitation block), halved (NCDHW and channels_last_3d),
+# and to a size whose windows overlap. The backward's out= form times the
+# kernel alone.
+
+ADAPTIVE = (("output 1 (squeeze-and-excitation)", lambda d, h, w: [1, 1, 1], False),
+            ("halving", lambda d, h, w: [d // 2, h // 2, w // 2], False),
+            ("halving channels_last_3d", lambda d, h, w: [d // 2, h // 2, w // 2], True),
+            ("overlapping windows (in/out = 5/3)", lambda d, h, w: [d * 3 // 5, h * 3 // 5, w * 3 // 5], False))
+
+
+def _adaptive_cases():
+    cases = []
+    for pname, out_of, cl in ADAPTIVE:
+        for dtype in (torch.float32, torch.bfloat16):
+
+            def fwd(size, dtype=dtype, out_of=out_of, cl=cl):
+                x = _randn(UNPOOL_INPUT[size], dtype, channels_last=cl)
+                osz = out_of(*x.shape[-3:])
+                return Setup(lambda: _ours.adaptive_avg_pool3d(x, osz), lambda: _aten._adaptive_avg_pool3d(x, osz),
+                             [x], exact=dtype == torch.float32)
+            cases.append(Case("adaptive_avg_pool3d", pname, dtype, "functional", fwd,
+                              aten_name="aten._adaptive_avg_pool3d", target_ratio=1.0))
+            for out_form in (False, True):
+
+                def bwd(size, dtype=dtype, out_form=out_form, out_of=out_of, cl=cl):
+                    x = _randn(UNPOOL_INPUT[size], dtype, channels_last=cl)
+                    go = _randn([*x.shape[:2], *out_of(*x.shape[-3:])], dtype, channels_last=cl)
+                    if not out_form:
+                        return Setup(lambda: _ours.adaptive_avg_pool3d_backward(go, x),
+                                     lambda: _aten._adaptive_avg_pool3d_backward(go, x), [go],
+                                     exact=dtype == torch.float32)
+                    o1, o2 = torch.empty_like(x), torch.empty_like(x)
+                    return Setup(lambda: (_ours.adaptive_avg_pool3d_backward.grad_input(go, x, grad_input=o1), o1)[1],
+                                 lambda: _aten._adaptive_avg_pool3d_backward.out(go, x, out=o2), [go],
+                                 exact=dtype == torch.float32)
+                cases.append(Case("adaptive_avg_pool3d_backward", pname, dtype, "out=" if out_form else "functional",
+                                  bwd, overload="grad_input" if out_form else "default",
+                                  aten_name="aten._adaptive_avg_pool3d_backward" + (" out=" if out_form else ""),
+                                  target_ratio=1.0))
+    return cases
+
+
 # ---------------------------------------------------------------------------
 # 1-element calls: per-call overhead (our time / aten time)
 
@@ -516,6 +562,7 @@ def _overhead_cases(grad: bool):
     unpool_ops, pool_ops = ops.max_unpool, ops.max_pool
     tri_ops = ops.upsample_trilinear
     unpool_ops, pool_ops, avg_ops = ops.max_unpool, ops.max_pool, ops.avg_pool
+    unpool_ops, pool_ops, adaptive_ops = ops.max_unpool, ops.max_pool, ops.adaptive_avg_pool
     f32 = torch.float32
     one5 = [1, 1, 1, 1, 1]
 
@@ -615,6 +662,16 @@ def _overhead_cases(grad: bool):
         return Setup(lambda: avg_ops.avg_pool3d_backward(g, x, 1),
                      lambda: _aten.avg_pool3d_backward(g, x, [1], [1], [0], False, True, None), [g],
                      entry=lambda: _ours.avg_pool3d_backward.default(g, x, [1], [], [0], False, True, None))
+    def adaptive(size):
+        x = randn(one5)
+        return Setup(lambda: adaptive_ops.adaptive_avg_pool3d(x, 1), lambda: _aten._adaptive_avg_pool3d(x, [1, 1, 1]),
+                     [x], entry=lambda: _ours.adaptive_avg_pool3d.default(x, [1, 1, 1]))
+
+    def adaptive_b(size):
+        g, x = randn(one5), randn(one5)
+        return Setup(lambda: adaptive_ops.adaptive_avg_pool3d_backward(g, x),
+                     lambda: _aten._adaptive_avg_pool3d_backward(g, x), [g],
+                     entry=lambda: _ours.adaptive_avg_pool3d_backward.default(g, x))
 
     entries = (ups("upsample_nearest3d", "nearest", _aten.upsample_nearest3d_backward)
                + ups("upsample_nearest_exact3d", "nearest-exact", _aten._upsample_nearest_exact3d_backward)
@@ -625,10 +682,12 @@ def _overhead_cases(grad: bool):
                   ("max_unpool3d_backward", unpool_b, "gather"),
                   ("max_pool3d_with_indices", pool, "F.max_pool3d (return_indices)"),
                   ("max_pool3d_with_indices_backward", pool_b, "aten.max_pool3d_with_indices_backward"),
-                  ("leaky_relu", lrelu, "F.leaky_relu"), ("leaky_relu_backward", lrelu_b, "aten.leaky_relu_backward")])
+                  ("leaky_relu", lrelu, "F.leaky_relu"), ("leaky_relu_backward", lrelu_b, "aten.leaky_relu_backward"),
                   ("upsample_trilinear3d", tri, "F.interpolate (trilinear)"),
-                  ("upsample_trilinear3d_backward", tri_b, "aten.upsample_trilinear3d_backward")])
-                  ("avg_pool3d", avg, "F.avg_pool3d"), ("avg_pool3d_backward", avg_b, "aten.avg_pool3d_backward")])
+                  ("upsample_trilinear3d_backward", tri_b, "aten.upsample_trilinear3d_backward"),
+                  ("avg_pool3d", avg, "F.avg_pool3d"), ("avg_pool3d_backward", avg_b, "aten.avg_pool3d_backward"),
+                  ("adaptive_avg_pool3d", adaptive, "aten._adaptive_avg_pool3d"),
+                  ("adaptive_avg_pool3d_backward", adaptive_b, "aten._adaptive_avg_pool3d_backward")])
     name, target = ("1 element, autograd on", 1.2) if grad else ("1 element", 1.5)
     return [Case(op, name, f32, "functional", build, kind="overhead", aten_name=aten, target_overhead=target)
             for op, build, aten in entries]
@@ -690,7 +749,6 @@ def all_cases() -> list[Case]:
     return (_upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _max_pool_cases()
             + _leaky_relu_cases()
             + _trilinear_cases()
-            + _avg_pool_cases()
-            + _overhead_cases(False)
+            + _avg_pool_cases() + _adaptive_cases() + _overhead_cases(False)
             + _overhead_cases(True))
 

@@ -6,6 +6,7 @@
 #include <torch/extension.h>
 
 #include "avg_pool.h"
+#include "adaptive_avg_pool.h"
 #include "deferred.h"
 #include "elu.h"
 #include "leaky_relu.h"
@@ -20,6 +21,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   deferred_emulation::register_deferred(deferred);
   auto avg_pool = m.def_submodule("avg_pool");
   register_avg_pool(avg_pool);
+  auto adaptive_avg_pool = m.def_submodule("adaptive_avg_pool");
+  register_adaptive_avg_pool(adaptive_avg_pool);
   auto elu = m.def_submodule("elu");
   register_elu(elu);
   auto max_pool = m.def_submodule("max_pool");

@@ -19,6 +19,7 @@ buffers, so a state_dict saved from either loads into the other, strictly),
     torch.nn.MaxUnpool3d  -> MaxUnpool3d
     torch.nn.MaxPool3d    -> MaxPool3d
     torch.nn.LeakyReLU    -> LeakyReLU
+    torch.nn.AdaptiveAvgPool3d -> AdaptiveAvgPool3d  (an output size of 1 stays torch's mean)
 
 ``inplace=True`` (ELU, SELU, CELU, LeakyReLU) behaves as in torch: the input is
 overwritten with the result and returned, and the backward is computed from
@@ -48,8 +49,8 @@ from torch import Tensor
 
 from . import functional
 
-__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "LeakyReLU", "AvgPool3d", "convert",
-           "unconvert", "functional"]
+__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "LeakyReLU",
+           "AvgPool3d", "AdaptiveAvgPool3d", "convert", "unconvert", "functional"]
 __all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "AvgPool3d",
            "convert", "functional"]
 
@@ -164,6 +165,8 @@ class LeakyReLU(_Module, torch.nn.LeakyReLU):
         if torch.jit.is_scripting():
             return F.leaky_relu(input, self.negative_slope, self.inplace)
         return functional.leaky_relu(input, self.negative_slope, self.inplace)
+
+
 class AvgPool3d(_Module, torch.nn.AvgPool3d):
     """``torch.nn.AvgPool3d(kernel_size, stride=None, padding=0, ceil_mode=False,
     count_include_pad=True, divisor_override=None)`` on aclnnAvgPool3d[Backward]: the
@@ -178,6 +181,18 @@ class AvgPool3d(_Module, torch.nn.AvgPool3d):
                                      self.count_include_pad, self.divisor_override)
 
 
+class AdaptiveAvgPool3d(_Module, torch.nn.AdaptiveAvgPool3d):
+    """``torch.nn.AdaptiveAvgPool3d(output_size)`` on aclnnAdaptiveAvgPool3d[Backward]:
+    the gradient is a gather, deterministic on every device, also where
+    aten's CUDA kernel refuses ``use_deterministic_algorithms(True)``. An
+    output size of 1 stays torch's (a mean, deterministic already)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return F.adaptive_avg_pool3d(input, self.output_size)
+        return functional.adaptive_avg_pool3d(input, self.output_size)
+
+
 _REPLACEMENTS = {
     torch.nn.Upsample: Upsample,
     torch.nn.ELU: ELU,
@@ -189,6 +204,7 @@ _REPLACEMENTS = {
     torch.nn.MaxPool3d: MaxPool3d,
     torch.nn.LeakyReLU: LeakyReLU,
     torch.nn.AvgPool3d: AvgPool3d,
+    torch.nn.AdaptiveAvgPool3d: AdaptiveAvgPool3d,
 }
 
 

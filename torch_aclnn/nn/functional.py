@@ -17,6 +17,8 @@ routes and what passes through: docs/patch.md.
     leaky_relu, leaky_relu_
                     any floating input of at most 8 dims; inplace=True too
     avg_pool3d      4-D or 5-D floating input
+    adaptive_avg_pool3d  4-D or 5-D floating input, an output size other
+                    than 1 (torch computes that as a mean)
 
 Every other name of torch.nn.functional (``F.conv3d``, ``F.relu``, ...) is
 torch's own object, looked up there when it is used (``__getattr__``), and
@@ -33,8 +35,7 @@ from torch import Tensor
 from .._dropin import call
 
 __all__ = ["interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
-           "leaky_relu", "leaky_relu_"]
-           "avg_pool3d"]
+           "leaky_relu", "leaky_relu_", "avg_pool3d", "adaptive_avg_pool3d"]
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
@@ -89,6 +90,30 @@ def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     return call(_F.max_pool3d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``torch.nn.functional.leaky_relu`` on torch_aclnn's leaky_relu / leaky_relu_backward."""
+    return call(_F.leaky_relu, input, negative_slope, inplace)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """``torch.nn.functional.leaky_relu_``: leaky_relu with ``inplace=True``."""
+    return call(_F.leaky_relu_, input, negative_slope)
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override=None) -> Tensor:
+    """``torch.nn.functional.avg_pool3d`` on torch_aclnn's avg_pool3d[_backward]: the
+    gradient is a deterministic gather on every device."""
+    return call(_F.avg_pool3d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """``torch.nn.functional.adaptive_avg_pool3d`` on torch_aclnn's
+    adaptive_avg_pool3d[_backward]: the gradient is a gather, deterministic on
+    every device. An output size of 1 stays torch's (a mean)."""
+    return call(_F.adaptive_avg_pool3d, input, output_size)
+
+
 def __getattr__(name: str):
     """Any other name of torch.nn.functional: torch's own (the one-line swap)."""
     try:
@@ -99,16 +124,3 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(dir(_F)))
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """``torch.nn.functional.leaky_relu`` on torch_aclnn's leaky_relu / leaky_relu_backward."""
-    return call(_F.leaky_relu, input, negative_slope, inplace)
-
-
-def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """``torch.nn.functional.leaky_relu_``: leaky_relu with ``inplace=True``."""
-    return call(_F.leaky_relu_, input, negative_slope)
-def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-               count_include_pad: bool = True, divisor_override=None) -> Tensor:
-    """``torch.nn.functional.avg_pool3d`` on torch_aclnn's avg_pool3d[_backward]: the
-    gradient is a deterministic gather on every device."""
-    return call(_F.avg_pool3d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)

@@ -51,6 +51,8 @@ _TRILINEAR_FWD_DOC = ("ops-cv image/resize_upsample_trilinear/docs/aclnnUpsample
                       "'Constraints' (docs/spec.md §10 device limits)")
 _AVG_FWD_DOC = "ops-nn pooling/avg_pool3_d/docs/aclnnAvgPool3d_en.md"
 _AVG_BWD_DOC = "ops-nn pooling/avg_pool3_d_grad/docs/aclnnAvgPool3dBackward_en.md"
+_ADAPTIVE_FWD_DOC = "ops-nn pooling/adaptive_avg_pool3d/docs/aclnnAdaptiveAvgPool3d.md"
+_ADAPTIVE_BWD_DOC = "ops-nn pooling/adaptive_avg_pool3d_grad/docs/aclnnAdaptiveAvgPool3dBackward.md"
 
 GIB = 1 << 30
 
@@ -152,6 +154,10 @@ LIMITS = (
     # ---- §12 avg_pool3d_backward ---------------------------------------------------------------
     Limit(("avg_pool3d", "avg_pool3d_backward"), "dtype", "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)",
           CPU, False, _not({torch.float64}), f"{_AVG_FWD_DOC}, {_AVG_BWD_DOC} (parameter tables); docs/spec.md §12"),
+    # ---- §13 adaptive_avg_pool3d_backward -------------------------------------------------------
+    Limit(("adaptive_avg_pool3d", "adaptive_avg_pool3d_backward"), "dtype",
+          "no float64 kernel (FLOAT32, FLOAT16, BFLOAT16 only)", CPU, False, _not({torch.float64}),
+          f"{_ADAPTIVE_FWD_DOC}, {_ADAPTIVE_BWD_DOC} (parameter tables); docs/spec.md §13 device limits"),
 )
 
 
