@@ -225,6 +225,8 @@ bool avg_pool_rule(Args a) { return pool_input(a[0]); }
 //                     divisor_override)
 bool avg_pool_backward_rule(Args a) {
   return floating(a[0]) && pool_input(a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
+}
+
 // _adaptive_avg_pool3d(self, output_size): an input as _dropin.adaptive_avg_pool3d
 // routes it: 4-D or 5-D, no empty axis but the first (aten refuses one). An
 // output size of 1 never gets here: aten::adaptive_avg_pool3d computes it as
