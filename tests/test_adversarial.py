@@ -24,11 +24,15 @@ import pytest
 import torch
 
 import torch_aclnn  # noqa: F401  (registers torch.ops.torch_aclnn)
+from torch_aclnn.testing import adaptive_avg_pool as _adaptive
+from torch_aclnn.testing import avg_pool as _avg_pool
 from torch_aclnn.testing import elu as _elu
+from torch_aclnn.testing import leaky_relu as _leaky_relu
 from torch_aclnn.testing import max_pool as _max_pool
 from torch_aclnn.testing import max_unpool as _max_unpool
 from torch_aclnn.testing import smooth_l1 as _smooth_l1
 from torch_aclnn.testing import upsample as _upsample
+from torch_aclnn.testing import upsample_trilinear as _trilinear
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 I64_MAX, I64_MIN = 2 ** 63 - 1, -2 ** 63
@@ -288,6 +292,82 @@ case("max_pool3d_with_indices_backward self 9-d", raises("ValueError", MPB + r"s
     lambda: ops.max_pool3d_with_indices_backward(torch.zeros([1] * 9), torch.zeros([1] * 9),
                                                  torch.zeros([1] * 9, dtype=torch.long), *_mp_w))
 
+
+# --- leaky_relu / leaky_relu_backward (docs/spec.md §11) ---------------------
+_lr_x = _x(2, 3, 4)
+LR, LRB = CODE + "leaky_relu: ", CODE + "leaky_relu_backward: "
+case("leaky_relu (valid)", matches(lambda: _leaky_relu.reference_forward(_lr_x, -0.5)))(
+    lambda: ops.leaky_relu(_lr_x, -0.5))
+case("leaky_relu self bool", raises("TypeError", LR + r".*Bool"))(lambda: ops.leaky_relu(_lr_x.bool(), 0.1))
+case("leaky_relu self 9-d", raises("ValueError", LR))(lambda: ops.leaky_relu(torch.zeros([1] * 9), 0.1))
+case("leaky_relu_backward (valid)", matches(lambda: _leaky_relu.reference_backward(_lr_x, _lr_x, 0.25, True)))(
+    lambda: ops.leaky_relu_backward(_lr_x, _lr_x, 0.25, True))
+case("leaky_relu_backward self_is_result with a negative slope", raises("ValueError", LRB))(
+    lambda: ops.leaky_relu_backward(_lr_x, _lr_x, -0.25, True))
+case("leaky_relu_backward shapes differ", raises("ValueError", LRB))(
+    lambda: ops.leaky_relu_backward(_lr_x, _lr_x[:1], 0.25, False))
+
+# --- upsample_trilinear3d / upsample_trilinear3d_backward (docs/spec.md §10) -
+_ut_x = _x(1, 2, 2, 3, 4)
+UT, UTB = CODE + "upsample_trilinear3d: ", CODE + "upsample_trilinear3d_backward: "
+case("upsample_trilinear3d (valid)", matches(lambda: _trilinear.reference_forward(_ut_x, [3, 5, 6], False)))(
+    lambda: ops.upsample_trilinear3d(_ut_x, [3, 5, 6], False, None, None, None))
+case("upsample_trilinear3d output_size INT64_MAX", raises("ValueError", UT))(
+    lambda: ops.upsample_trilinear3d(_ut_x, [I64_MAX, 2, 2], False, None, None, None))
+case("upsample_trilinear3d output_size -1", raises("ValueError", UT))(
+    lambda: ops.upsample_trilinear3d(_ut_x, [-1, 2, 2], False, None, None, None))
+case("upsample_trilinear3d self 4-d", raises("ValueError", UT))(
+    lambda: ops.upsample_trilinear3d(_x(2, 2, 3, 4), [3, 5, 6], False, None, None, None))
+case("upsample_trilinear3d_backward (valid)", matches(
+    lambda: _trilinear.reference_backward(_x(1, 2, 3, 5, 6), [3, 5, 6], [1, 2, 2, 3, 4], True)))(
+    lambda: ops.upsample_trilinear3d_backward(_x(1, 2, 3, 5, 6), [3, 5, 6], [1, 2, 2, 3, 4], True, None, None, None))
+case("upsample_trilinear3d_backward input_size INT64_MIN", raises("ValueError", UTB))(
+    lambda: ops.upsample_trilinear3d_backward(_x(1, 2, 3, 5, 6), [3, 5, 6], [1, 2, I64_MIN, 3, 4], False,
+                                              None, None, None))
+case("upsample_trilinear3d_backward grad_output's shape wrong", raises("ValueError", UTB))(
+    lambda: ops.upsample_trilinear3d_backward(_x(1, 2, 3, 5, 7), [3, 5, 6], [1, 2, 2, 3, 4], False,
+                                              None, None, None))
+
+# --- avg_pool3d / avg_pool3d_backward (docs/spec.md §12) ----------------------
+_ap_x = _x(1, 2, 4, 4, 4)
+_ap_w = ([2], [2], [0], False, True, None)
+AP, APB = CODE + "avg_pool3d: ", CODE + "avg_pool3d_backward: "
+case("avg_pool3d (valid)", matches(lambda: _avg_pool.reference_forward(_ap_x, [3], [2], [1], True, False, None)))(
+    lambda: ops.avg_pool3d(_ap_x, [3], [2], [1], True, False, None))
+case("avg_pool3d kernel_size INT64_MAX", raises("ValueError", AP))(
+    lambda: ops.avg_pool3d(_ap_x, [I64_MAX], [2], [0], False, True, None))
+case("avg_pool3d stride INT64_MIN", raises("ValueError", AP))(
+    lambda: ops.avg_pool3d(_ap_x, [2], [1, I64_MIN, 1], [0], False, True, None))
+case("avg_pool3d padding more than half the kernel", raises("ValueError", AP))(
+    lambda: ops.avg_pool3d(_ap_x, [2], [2], [2], False, True, None))
+case("avg_pool3d divisor_override 0", raises("ValueError", AP))(
+    lambda: ops.avg_pool3d(_ap_x, [2], [2], [0], False, True, 0))
+case("avg_pool3d self bool", raises("TypeError", AP + r".*Bool"))(lambda: ops.avg_pool3d(_ap_x.bool(), *_ap_w))
+case("avg_pool3d_backward (valid)", matches(
+    lambda: _avg_pool.reference_backward(_x(1, 2, 2, 2, 2), _ap_x, *_ap_w)))(
+    lambda: ops.avg_pool3d_backward(_x(1, 2, 2, 2, 2), _ap_x, *_ap_w))
+case("avg_pool3d_backward grad_output's shape wrong", raises("ValueError", APB))(
+    lambda: ops.avg_pool3d_backward(_x(1, 2, 2, 2, 3), _ap_x, *_ap_w))
+case("avg_pool3d_backward self 9-d", raises("ValueError", APB))(
+    lambda: ops.avg_pool3d_backward(torch.zeros([1] * 9), torch.zeros([1] * 9), *_ap_w))
+
+# --- adaptive_avg_pool3d / adaptive_avg_pool3d_backward (docs/spec.md §13) ----
+_aa_x = _x(1, 2, 5, 4, 3)
+AA, AAB = CODE + "adaptive_avg_pool3d: ", CODE + "adaptive_avg_pool3d_backward: "
+case("adaptive_avg_pool3d (valid)", matches(lambda: _adaptive.reference_forward(_aa_x, [3, 3, 2])))(
+    lambda: ops.adaptive_avg_pool3d(_aa_x, [3, 3, 2]))
+case("adaptive_avg_pool3d output_size INT64_MAX", raises("ValueError", AA))(
+    lambda: ops.adaptive_avg_pool3d(_aa_x, [I64_MAX, 1, 1]))
+case("adaptive_avg_pool3d output_size 0", raises("ValueError", AA))(lambda: ops.adaptive_avg_pool3d(_aa_x, [0, 1, 1]))
+case("adaptive_avg_pool3d self bool", raises("TypeError", AA + r".*Bool"))(
+    lambda: ops.adaptive_avg_pool3d(_aa_x.bool(), [2, 2, 2]))
+case("adaptive_avg_pool3d_backward (valid)", matches(
+    lambda: _adaptive.reference_backward(_x(1, 2, 3, 3, 2), _aa_x)))(
+    lambda: ops.adaptive_avg_pool3d_backward(_x(1, 2, 3, 3, 2), _aa_x))
+case("adaptive_avg_pool3d_backward grad_output's N differs", raises("ValueError", AAB))(
+    lambda: ops.adaptive_avg_pool3d_backward(_x(2, 2, 3, 3, 2), _aa_x))
+case("adaptive_avg_pool3d_backward self 9-d", raises("ValueError", AAB))(
+    lambda: ops.adaptive_avg_pool3d_backward(torch.zeros([1] * 9), torch.zeros([1] * 9)))
 
 # Known failures (kernel findings, reported; the kernels are not changed here):
 # name -> reason, run as strict xfails. None open at present.

@@ -23,11 +23,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from torch_aclnn.testing import FLOATING, tolerance
+from torch_aclnn.testing import adaptive_avg_pool as AA
+from torch_aclnn.testing import avg_pool as AP
 from torch_aclnn.testing import elu as E
+from torch_aclnn.testing import leaky_relu as LR
 from torch_aclnn.testing import max_pool as MP
 from torch_aclnn.testing import max_unpool as MU
 from torch_aclnn.testing import smooth_l1 as S
 from torch_aclnn.testing import upsample as U
+from torch_aclnn.testing import upsample_trilinear as UT
 from torch_aclnn.testing.max_unpool import DTYPES as UNPOOL_DTYPES
 
 _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)
@@ -412,3 +416,166 @@ def test_max_pool_backward(data, case, dtype, index_dtype, layouts, seed, use_ou
         res = ops.max_pool3d_with_indices_backward(g, x, i, *window)
     assert res.dtype == dtype
     _close(res, ref, "backward", MP.reference_backward(g.abs(), x, i, *window))
+
+
+# ---------------------------------------------------------------------------
+# leaky_relu (docs/spec.md §11)
+
+slopes = st.one_of(st.integers(-3, 3), st.floats(-3.0, 3.0, allow_nan=False, allow_infinity=False))
+
+
+@given(data=st.data(), shape=shapes, dtype=floats, layout=st.sampled_from(LAYOUTS), seed=seeds, slope=slopes,
+       grad=st.booleans())
+def test_leaky_relu_forward(data, shape, dtype, layout, seed, slope, grad):
+    x = _arrange(data, _values(shape, dtype, seed), layout)
+    x.requires_grad_(grad)
+    out = ops.leaky_relu(x, slope)
+    _close(out, LR.reference_forward(x, slope), "forward")
+    if grad:
+        g = _values(out.shape, dtype, seed + 1)
+        out.backward(g)
+        _close(x.grad, LR.reference_backward(g, x, slope, False), "autograd")
+
+
+@given(data=st.data(), shape=shapes, dtype=floats, layout=st.sampled_from(LAYOUTS), seed=seeds, slope=slopes,
+       is_result=st.booleans(), use_out=st.booleans())
+def test_leaky_relu_backward(data, shape, dtype, layout, seed, slope, is_result, use_out):
+    slope = abs(slope) if is_result else slope  # (self_is_result needs negative_slope >= 0: §11 row 8)
+    x = _arrange(data, _values(shape, dtype, seed), layout)
+    g = _values(shape, dtype, seed + 1)
+    ref = LR.reference_backward(g, x, slope, is_result)
+    if use_out:
+        res = torch.full(shape, float("nan"), dtype=dtype)
+        ops.leaky_relu_backward.grad_input(g, x, slope, is_result, grad_input=res)
+    else:
+        res = ops.leaky_relu_backward(g, x, slope, is_result)
+    _close(res, ref, "backward")
+
+
+# ---------------------------------------------------------------------------
+# upsample_trilinear3d (docs/spec.md §10)
+
+@st.composite
+def trilinear_case(draw):
+    """(input shape, output size, align_corners, scales): per axis a scale that is absent or the
+    sizes' own ratio (a given scale is used axis by axis)."""
+    inp = [draw(st.integers(0, 2)), draw(st.integers(1, 2))] + [draw(st.integers(1, 4)) for _ in range(3)]
+    out = [draw(st.integers(1, 6)) for _ in range(3)]
+    scales = [draw(st.sampled_from([None, o / i])) for o, i in zip(out, inp[2:])]
+    return inp, out, draw(st.booleans()), scales
+
+
+@given(data=st.data(), case=trilinear_case(), dtype=floats, layout=st.sampled_from(LAYOUTS), seed=seeds,
+       grad=st.booleans())
+def test_upsample_trilinear_forward(data, case, dtype, layout, seed, grad):
+    inp, out, corners, scales = case
+    x = _arrange(data, _values(inp, dtype, seed, -1.0, 1.0), layout)
+    x.requires_grad_(grad)
+    res = ops.upsample_trilinear3d(x, out, corners, *scales)
+    _close(res, UT.reference_forward(x, out, corners, *scales), "forward",
+           UT.reference_forward(x.abs(), out, corners, *scales))
+    if grad:
+        g = _values(res.shape, dtype, seed + 1, -1.0, 1.0)
+        res.backward(g)
+        _close(x.grad, UT.reference_backward(g, out, inp, corners, *scales), "autograd",
+               UT.reference_backward(g.abs(), out, inp, corners, *scales))
+
+
+@given(data=st.data(), case=trilinear_case(), dtype=floats, layout=st.sampled_from(LAYOUTS), seed=seeds,
+       use_out=st.booleans())
+def test_upsample_trilinear_backward(data, case, dtype, layout, seed, use_out):
+    inp, out, corners, scales = case
+    g = _arrange(data, _values(inp[:2] + out, dtype, seed, -1.0, 1.0), layout)
+    ref = UT.reference_backward(g, out, inp, corners, *scales)
+    if use_out:
+        res = torch.full(inp, float("nan"), dtype=dtype)
+        ops.upsample_trilinear3d_backward.grad_input(g, out, inp, corners, *scales, grad_input=res)
+    else:
+        res = ops.upsample_trilinear3d_backward(g, out, inp, corners, *scales)
+    _close(res, ref, "backward", UT.reference_backward(g.abs(), out, inp, corners, *scales))
+
+
+# ---------------------------------------------------------------------------
+# avg_pool3d (docs/spec.md §12)
+
+@st.composite
+def avg_pool_case(draw):
+    """(self shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): 4-D or
+    5-D, kernel at most the size and padding at most half the kernel on every axis (§12 rows 7, 9)."""
+    five = draw(st.booleans())
+    lead = [draw(st.integers(0, 2))] + ([draw(st.integers(1, 3))] if five else [])
+    spatial = [draw(st.integers(1, 6)) for _ in range(3)]
+    k = [draw(st.integers(1, n)) for n in spatial]
+    s = [draw(st.integers(1, 3)) for _ in range(3)]
+    p = [draw(st.integers(0, kk // 2)) for kk in k]
+    divisor = draw(st.sampled_from([None, None, 1, 3, -2]))
+    return lead + spatial, k, s, p, draw(st.booleans()), draw(st.booleans()), divisor
+
+
+@given(data=st.data(), case=avg_pool_case(), dtype=st.sampled_from(AP.DTYPES), layout=st.sampled_from(LAYOUTS),
+       seed=seeds, grad=st.booleans())
+def test_avg_pool_forward(data, case, dtype, layout, seed, grad):
+    shape, *window = case
+    x = _arrange(data, _values(shape, dtype, seed), layout)
+    x.requires_grad_(grad)
+    out = ops.avg_pool3d(x, *window)
+    _close(out, AP.reference_forward(x, *window), "forward", AP.reference_forward(x.abs(), *window))
+    if grad:
+        g = _values(out.shape, dtype, seed + 1)
+        out.backward(g)
+        _close(x.grad, AP.reference_backward(g, x, *window), "autograd", AP.reference_backward(g.abs(), x, *window))
+
+
+@given(data=st.data(), case=avg_pool_case(), dtype=st.sampled_from(AP.DTYPES), layout=st.sampled_from(LAYOUTS),
+       seed=seeds, use_out=st.booleans())
+def test_avg_pool_backward(data, case, dtype, layout, seed, use_out):
+    shape, *window = case
+    x = _values(shape, dtype, seed)
+    g = _arrange(data, _values(AP.reference_forward(x, *window).shape, dtype, seed + 1), layout)
+    ref = AP.reference_backward(g, x, *window)
+    if use_out:
+        res = torch.full(shape, float("nan"), dtype=dtype)
+        ops.avg_pool3d_backward.grad_input(g, x, *window, grad_input=res)
+    else:
+        res = ops.avg_pool3d_backward(g, x, *window)
+    _close(res, ref, "backward", AP.reference_backward(g.abs(), x, *window))
+
+
+# ---------------------------------------------------------------------------
+# adaptive_avg_pool3d (docs/spec.md §13)
+
+@st.composite
+def adaptive_case(draw):
+    """(self shape, output_size): 4-D or 5-D, the first axis possibly empty."""
+    five = draw(st.booleans())
+    lead = [draw(st.integers(0, 2))] + ([draw(st.integers(1, 3))] if five else [])
+    return lead + [draw(st.integers(1, 6)) for _ in range(3)], [draw(st.integers(1, 5)) for _ in range(3)]
+
+
+@given(data=st.data(), case=adaptive_case(), dtype=st.sampled_from(AA.DTYPES), layout=st.sampled_from(LAYOUTS),
+       seed=seeds, grad=st.booleans())
+def test_adaptive_avg_pool_forward(data, case, dtype, layout, seed, grad):
+    shape, size = case
+    x = _arrange(data, _values(shape, dtype, seed), layout)
+    x.requires_grad_(grad)
+    out = ops.adaptive_avg_pool3d(x, size)
+    _close(out, AA.reference_forward(x, size), "forward", AA.reference_forward(x.abs(), size))
+    if grad:
+        g = _values(out.shape, dtype, seed + 1)
+        out.backward(g)
+        _close(x.grad, AA.reference_backward(g, x), "autograd", AA.reference_backward(g.abs(), x))
+
+
+@given(data=st.data(), case=adaptive_case(), dtype=st.sampled_from(AA.DTYPES), layout=st.sampled_from(LAYOUTS),
+       seed=seeds, use_out=st.booleans())
+def test_adaptive_avg_pool_backward(data, case, dtype, layout, seed, use_out):
+    shape, size = case
+    x = _values(shape, dtype, seed)
+    g = _arrange(data, _values(shape[:-3] + size, dtype, seed + 1), layout)
+    ref = AA.reference_backward(g, x)
+    if use_out:
+        res = torch.full(shape, float("nan"), dtype=dtype)
+        ops.adaptive_avg_pool3d_backward.grad_input(g, x, grad_input=res)
+    else:
+        res = ops.adaptive_avg_pool3d_backward(g, x)
+    _close(res, ref, "backward", AA.reference_backward(g.abs(), x))

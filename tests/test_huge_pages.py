@@ -50,6 +50,16 @@ def _outputs():
         "max_pool3d_with_indices": lambda: ops.max_pool3d_with_indices(v2, [1], [1], [0], [1], False)[0],
         "max_pool3d_with_indices_backward":
             lambda: ops.max_pool3d_with_indices_backward(v2, v2, same, [1], [1], [0], [1], False),
+        "leaky_relu": lambda: ops.leaky_relu(x, 0.01),
+        "leaky_relu_backward": lambda: ops.leaky_relu_backward(x, x, 0.01, False),
+        "upsample_trilinear3d": lambda: ops.upsample_trilinear3d(v, [32, 64, 64], False, None, None, None),
+        "upsample_trilinear3d_backward":
+            lambda: ops.upsample_trilinear3d_backward(g, [32, 64, 64], [2, 8, 64, 128, 128], False, None, None, None),
+        # 1x1x1 windows: the result has the input's 64 MiB
+        "avg_pool3d": lambda: ops.avg_pool3d(v2, [1], [1], [0], False, True, None),
+        "avg_pool3d_backward": lambda: ops.avg_pool3d_backward(v2, v2, [1], [1], [0], False, True, None),
+        "adaptive_avg_pool3d": lambda: ops.adaptive_avg_pool3d(v2, [32, 64, 64]),
+        "adaptive_avg_pool3d_backward": lambda: ops.adaptive_avg_pool3d_backward(v2, v2),
     }
 
 
