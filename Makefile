@@ -103,7 +103,7 @@ check: build
 # BENCH_ARGS=--quick for a < 1 minute run.
 bench: build
 	$(PIP) install -q matplotlib
-	$(VPY) -m torch_aclnn bench $(BENCH_ARGS)
+	$(VPY) -m torch_aclnn bench --out benchmarks/results $(BENCH_ARGS)
 
 # npu-import-check, then for each of $(COMPAT_TORCH), on the committed HEAD:
 # a wheel built from the sdist of a clean clone, installed into a fresh venv
