@@ -32,7 +32,7 @@ at::Tensor result_for(const torch_aclnn::Result& r, bool channels_last, int64_t 
 // one, which the set-up must allow).
 at::Tensor forward(const at::Tensor& self, std::vector<int64_t> output_size, bool channels_last, bool wide,
                    int64_t offset) {
-  const Plan p = check_forward(self, torch_aclnn::sym(output_size));
+  const Plan p = check_forward(self, c10::fromIntArrayRefSlow(output_size));
   at::Tensor result = result_for(p.result, channels_last, offset);
   if (result.numel() == 0) return result;
   TORCH_CHECK(wide || kernels::narrow(result, self, self, result), "the 32-bit kernels do not cover this call");
