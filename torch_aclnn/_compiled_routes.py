@@ -37,6 +37,7 @@ from typing import Callable, Optional
 import torch
 
 from . import _dropin
+from ._torch_api import dynamo_function_tables
 
 _log = logging.getLogger("torch_aclnn")
 
@@ -93,11 +94,8 @@ def _register() -> bool:
     _registered = False
     try:
         import torch.compiler
-        from torch._dynamo.trace_rules import get_torch_obj_rule_map
-        from torch._dynamo.variables.torch import get_overridable_functions
 
-        rules = get_torch_obj_rule_map()
-        overridable = get_overridable_functions()
+        rules, overridable = dynamo_function_tables()
         for fn, (name, decision) in list(_dropin.ROUTES.items()):
             twin = _twin(fn)
             if fn in rules:  # (an in-graph function: its twin takes its rule)

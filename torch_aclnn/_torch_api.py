@@ -133,3 +133,14 @@ def exited(mode) -> None:
     stack = getattr(_own_modes, "stack", [])
     if stack and stack[-1] is mode:
         stack.pop()
+
+
+def dynamo_function_tables():
+    """dynamo's rule per in-graph torch function and its set of functions a
+    TorchFunctionMode sees (torch has no public way to add a function to
+    either; _compiled_routes.py adds its twins of the routed functions). Raises
+    where this torch's dynamo has other tables: the caller then leaves compiled
+    code to torch."""
+    from torch._dynamo.trace_rules import get_torch_obj_rule_map
+    from torch._dynamo.variables.torch import get_overridable_functions
+    return get_torch_obj_rule_map(), get_overridable_functions()
