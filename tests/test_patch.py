@@ -129,8 +129,7 @@ x3 = torch.randn(1, 2, 5)
 p5, i5 = F.max_pool3d(x5[..., :4], 2, return_indices=True)
 
 PASSED = [
-    ("interpolate", lambda: F.interpolate(x5, scale_factor=2, mode="trilinear"), "mode='trilinear'"),
-    ("interpolate", lambda: F.interpolate(x5, scale_factor=2, mode="trilinear", align_corners=True), "mode="),
+    ("interpolate", lambda: F.interpolate(x5, scale_factor=2, mode="area"), "mode='area'"),
     ("interpolate", lambda: F.interpolate(x4, scale_factor=2), "4-D input"),
     ("interpolate", lambda: F.interpolate(x4, scale_factor=2, mode="nearest-exact"), "4-D input"),
     ("interpolate", lambda: F.interpolate(x3, size=7), "3-D input"),
@@ -206,16 +205,16 @@ def test_patch_unpatch_and_global_stats():
     torch_aclnn.patch(level="function")  # a no-op
     assert torch_aclnn.is_patched(level="function")
     F.elu(torch.randn(3))
-    F.interpolate(x5, scale_factor=2, mode="trilinear")
+    F.interpolate(x5, scale_factor=2, mode="area")
     torch_aclnn.unpatch()
     torch_aclnn.unpatch()  # a no-op
     assert not torch_aclnn.is_patched(level="function")
     F.elu(torch.randn(3))
     stats = torch_aclnn.patch_stats()
     assert stats.routed == {"elu": 1} and stats.passed == {"interpolate": 1}
-    assert stats.reasons == {("interpolate", "mode='trilinear'"): 1}
+    assert stats.reasons == {("interpolate", "mode='area'"): 1}
     assert stats.as_dict() == {"routed": {"elu": 1}, "passed": {"interpolate": 1},
-                               "reasons": {"interpolate: mode='trilinear'": 1}}
+                               "reasons": {"interpolate: mode='area'": 1}}
     torch_aclnn.reset_patch_stats()
     assert stats.total_routed() == 0
 
@@ -300,7 +299,7 @@ class Net(tnn.Module):
         self.up = tnn.Upsample(scale_factor=2)
         self.up2 = tnn.Upsample(scale_factor=0.5, mode="nearest-exact")
         self.act2 = tnn.CELU(0.5)
-        self.tri = tnn.Upsample(scale_factor=1.5, mode="trilinear")  # passes through
+        self.tri = tnn.Upsample(scale_factor=1.5, mode="trilinear")
         self.loss = tnn.SmoothL1Loss(beta=0.5)
 
     def forward(self, x, target):
@@ -350,12 +349,11 @@ def test_compile_fullgraph_with_patch(dynamic):
     torch_aclnn.unpatch()
     assert len(rec.graphs) == compiled_graphs  # counting did not recompile
     graph = rec.graphs[-1]
-    for op in ("upsample_nearest3d", "upsample_nearest_exact3d", "elu", "smooth_l1_loss"):
+    for op in ("upsample_nearest3d", "upsample_nearest_exact3d", "upsample_trilinear3d", "elu", "smooth_l1_loss"):
         assert f"torch_aclnn.{op}" in graph, op
-    assert "trilinear" in graph                                 # the pass-through stays torch's
     stats = torch_aclnn.patch_stats()
-    assert stats.routed == {"elu": 2, "selu": 2, "interpolate": 4, "celu": 2, "smooth_l1_loss": 2}, stats
-    assert stats.passed == {"interpolate": 2} and not stats.reasons  # reasons: eager calls only
+    assert stats.routed == {"elu": 2, "selu": 2, "interpolate": 6, "celu": 2, "smooth_l1_loss": 2}, stats
+    assert not stats.passed and not stats.reasons  # every call of the model is routed
     torch.testing.assert_close(got, want)
     for n, g in _grads(net).items():
         torch.testing.assert_close(g, want_grads[n], msg=n)
@@ -391,7 +389,7 @@ def test_eval_no_grad_inference_mode(context):
         want = net(x, t)
         with torch_aclnn.patched(level="function") as stats:
             got = net(x, t)
-    assert stats.total_routed() == 6
+    assert stats.total_routed() == 7
     torch.testing.assert_close(got, want)
     assert got.requires_grad == want.requires_grad
 
@@ -404,7 +402,7 @@ def test_autocast_bfloat16():
         with torch_aclnn.patched(level="function") as stats:
             h_got = F.elu(F.interpolate(net.conv(x), scale_factor=2))
             got = net(x, t)
-    assert stats.total_routed() == 8
+    assert stats.total_routed() == 9
     assert h_got.dtype == h_want.dtype == torch.bfloat16
     assert got.dtype == want.dtype == torch.float32          # smooth_l1_loss runs in float32, as aten's
     torch.testing.assert_close(h_got, h_want, rtol=1.6e-2, atol=1e-2)
@@ -417,11 +415,11 @@ def test_reasons_stay_bounded(monkeypatch):
     """Reasons can quote sizes: past MAX_REASONS distinct keys, new ones are pooled."""
     monkeypatch.setattr(torch_aclnn.PatchStats, "MAX_REASONS", 2)
     with torch_aclnn.patched(level="function") as stats:
-        for shape, mode in (((1, 1, 2, 2, 2), "trilinear"), ((1, 1, 2, 2), "bilinear"), ((1, 1, 2, 2, 2), "area"),
+        for shape, mode in (((1, 1, 2, 2, 2), "area"), ((1, 1, 2, 2), "bilinear"), ((1, 1, 2, 2), "bicubic"),
                             ((1, 1, 2), "linear")):
             F.interpolate(torch.randn(shape), scale_factor=2, mode=mode)
-        F.interpolate(torch.randn(1, 1, 2, 2, 2), scale_factor=2, mode="trilinear")  # a known key still counts
-    assert stats.reasons == {("interpolate", "mode='trilinear'"): 2, ("interpolate", "mode='bilinear'"): 1,
+        F.interpolate(torch.randn(1, 1, 2, 2, 2), scale_factor=2, mode="area")  # a known key still counts
+    assert stats.reasons == {("interpolate", "mode='area'"): 2, ("interpolate", "mode='bilinear'"): 1,
                              ("interpolate", "other reasons"): 2}
     assert stats.passed == {"interpolate": 5}
 
