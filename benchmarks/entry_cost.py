@@ -33,7 +33,7 @@ import torch.nn.functional as F
 import torch_aclnn.nn
 from torch_aclnn import _dropin
 from torch_aclnn.bench import _fastest_blocks
-from torch_aclnn.bench_cases import _overhead_cases
+from torch_aclnn.bench_overhead import overhead_cases
 from torch_aclnn.ops import elu as _elu
 
 
@@ -82,7 +82,7 @@ def _api_costs(args) -> None:
     through torch.ops (torch.ops.torch_aclnn.<op>.default) and the torch call
     a user makes for the same result (F's function, else aten's operator)."""
     print("1 element, requires_grad: Python API / torch.ops entry / the torch call (bench's cases):")
-    for case in _overhead_cases(True):
+    for case in overhead_cases(True):
         with torch.device(args.device):
             setup = case.build("tiny")
         fns = {"api": setup.ours, "entry": setup.entry, "torch": setup.aten}
