@@ -41,7 +41,8 @@ def _status(fn: Callable[[], object]) -> tuple[str, str]:
 
 
 def _numerics(info, device, dtype):
-    """{layout: (max abs error, within tolerance)} over the samples of each layout."""
+    """{layout: (max abs error, max error over tolerance, within tolerance, max relative error)} over
+    the samples of each layout; the relative error is a sample's max |error| over its max |reference|."""
     res = {}
     for s in info.samples(device, dtype):
         # (an operator with several results is judged by all: indices exactly)
@@ -55,15 +56,18 @@ def _numerics(info, device, dtype):
         got = out.detach().cpu().double()
         tol = tolerance(out.dtype)
         finite = torch.isfinite(ref) & torch.isfinite(got) if got.shape == ref.shape else torch.zeros(0, dtype=torch.bool)
-        err = ratio = 0.0
+        err = ratio = rel = 0.0
         if finite.any():
             diff = (got - ref).abs()[finite]
             err = diff.max().item()
+            # relative to the sample's largest |reference| (normwise), so a large error on large values reads small
+            scale = ref.abs()[finite].max().item()
+            rel = err / scale if scale > 0 else (0.0 if err == 0 else float("inf"))
             # the error in units of the allowed error (atol + rtol * |ref|): <= 1 passes
             ratio = (diff / (tol["atol"] + tol["rtol"] * ref.abs()[finite])).max().item() if tol["atol"] or \
                 tol["rtol"] else (0.0 if err == 0 else float("inf"))
-        prev = res.get(s.layout, (0.0, 0.0, True))
-        res[s.layout] = (max(prev[0], err), max(prev[1], ratio), prev[2] and ok)
+        prev = res.get(s.layout, (0.0, 0.0, True, 0.0))
+        res[s.layout] = (max(prev[0], err), max(prev[1], ratio), prev[2] and ok, max(prev[3], rel))
     return res
 
 
@@ -166,7 +170,8 @@ def _errors(info, device):
     return ok, n
 
 
-def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_path=None, stream=sys.stdout) -> int:
+def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_path=None, stream=None) -> int:
+    stream = sys.stdout if stream is None else stream  # (the stdout of the call, not of the import)
     names = [n for n in OPS if not ops or n in ops]
     plan = [(n, dt) for n in names for dt in OPS[n].dtypes if not dtypes or dt in dtypes]
     bar = Progress(len(plan) + len(names), label=f"check {device}")
@@ -176,7 +181,7 @@ def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_pa
         try:
             res = _numerics(OPS[name], device, dtype)
         except Exception as e:
-            res = {"error": (float("nan"), float("nan"), False)}
+            res = {"error": (float("nan"), float("nan"), False, float("nan"))}
             failures.append(f"{name} {_short(dtype)}: {type(e).__name__}: {e}")
         numerics.append((name, dtype, res))
     limit = 2 if quick else 1000
@@ -203,14 +208,14 @@ def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_pa
     w(f"\n## torch_aclnn verification report — device {device}, torch {torch.__version__}\n\n")
     w("### Against the float64 spec reference: ok or FAIL, the worst error as a fraction of the\n"
       "### tolerance stated in torch_aclnn.testing.TOLERANCES (atol + rtol*|ref|; <= 1 is ok),\n"
-      "### then the max |error| (large where the values are large)\n\n")
+      "### then the max relative error (a sample's max |error| over its max |reference|)\n\n")
     w("| operator | dtype | " + " | ".join(LAYOUTS) + " |\n|---|---|" + "---|" * len(LAYOUTS) + "\n")
     for name, dtype, res in numerics:
         cells = []
         for layout in LAYOUTS:
             if layout in res:
-                err, ratio, ok = res[layout]
-                cells.append(f"{'ok' if ok else 'FAIL'} {ratio:.2f} tol (max err {err:.1e})")
+                err, ratio, ok, rel = res[layout]
+                cells.append(f"{'ok' if ok else 'FAIL'} {ratio:.2f} tol (rel err {rel:.1e})")
                 if not ok:
                     failures.append(f"{name} {_short(dtype)} {layout}: max error {err:.3e} out of tolerance")
             else:
@@ -226,7 +231,8 @@ def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_pa
     if json_path:
         with open(json_path, "w") as fh:
             numerics_json = [{"op": n, "dtype": _short(d),
-                              "layouts": {k: {"max_error": v[0], "error_over_tolerance": v[1], "ok": v[2]}
+                              "layouts": {k: {"max_error": v[0], "error_over_tolerance": v[1], "ok": v[2],
+                                              "max_relative_error": v[3]}
                                           for k, v in r.items()}} for n, d, r in numerics]
             json.dump({"device": device, "torch": torch.__version__, "failures": failures, "numerics": numerics_json,
                        "per_op": {n: {k: v[0] for k, v in row.items()} for n, row in per_op.items()}},
@@ -262,6 +268,17 @@ def main(args: argparse.Namespace) -> int:
         print(f"device {args.device!r} is not available: {e}", file=sys.stderr)
         return 2
     dtypes = [DTYPE_NAMES[d] for d in args.dtype] if args.dtype else None
+    if dtypes:  # an operator without a kernel in any of these dtypes is said so, not passed over in silence
+        names = args.op or list(OPS)
+        lacking = [n for n in names if not set(dtypes) & set(OPS[n].dtypes)]
+        asked = "/".join(map(_short, dtypes))
+        if args.op and lacking or len(lacking) == len(names):
+            for n in lacking:
+                print(f"{n} has no {asked} kernel (its dtypes: {', '.join(map(_short, OPS[n].dtypes))})",
+                      file=sys.stderr)
+            return 2
+        if lacking:
+            print(f"not checked: {', '.join(lacking)} (no {asked} kernel)", file=sys.stderr)
     torch.manual_seed(args.seed)  # the samples' random values: the same report on every run
     try:
         return run(args.device, dtypes, args.op, args.quick, args.json)

@@ -85,6 +85,24 @@ inline void broadcast_into(const char* op, SymShape& shape, const std::string& s
   }
 }
 
+// 'mean' / 'sum' read every element of the broadcast but allocate none of it, so an
+// expanded broadcast far larger than memory would run for hours or days where torch
+// (which materialises it) fails at once. Spec §4 row 7: at most 2^48 elements
+// (2.8e14, beyond what any device holds as a tensor). Concrete sizes only.
+constexpr int64_t kMaxReducedElements = int64_t{1} << 48;
+
+inline void check_reduced_count(const char* op, c10::SymIntArrayRef sizes) {
+  int64_t n = 1;
+  for (const c10::SymInt& s : sizes) {
+    const auto v = s.maybe_as_int();
+    if (!v) return;
+    if (*v == 0) return;  // (empty: nothing to read)
+    if (__builtin_mul_overflow(n, *v, &n) || n > kMaxReducedElements) n = kMaxReducedElements + 1;
+  }
+  ACLNN_CHECK_VALUE(n <= kMaxReducedElements, op, "'mean' and 'sum' reduce at most 2^48 elements, but the "
+                    "broadcast of self and target ", fmt_list(sizes), " has more (docs/spec.md §4 row 7)");
+}
+
 // What a valid call computes: a contiguous result of the promoted dtype on
 // the call's device, the broadcast shape (0-dim for the loss with 'mean' /
 // 'sum'). Kernels read the inputs in result.dtype.
@@ -117,7 +135,10 @@ inline Plan check_forward(const at::Tensor& self, const at::Tensor& target, int6
   // 'none' allocates the broadcast; 'mean' / 'sum' count its elements.
   check_fits_int64(op, "the broadcast of self and target", r.sizes,
                    reduction == kNone ? c10::elementSize(r.dtype) : 1);
-  if (reduction != kNone) r.sizes.clear();
+  if (reduction != kNone) {
+    check_reduced_count(op, r.sizes);
+    r.sizes.clear();
+  }
   return {r};
 }
 

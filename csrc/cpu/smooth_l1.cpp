@@ -425,27 +425,40 @@ double pairwise_sum(const double* p, int64_t n) {
   return pairwise_sum(p, h) + pairwise_sum(p + h, n - h);
 }
 
+// Chunks per block: the chunks' sums are added pairwise within blocks of 2^30
+// elements, then the blocks' sums pairwise. Below 2^30 elements that is one
+// pairwise sum over all chunks; above, the partial sums held at once stay at
+// one block's (512 KiB), not 8 bytes per chunk of the whole broadcast.
+constexpr int64_t kBlockChunks = int64_t{1} << 16;
+
 template <typename scalar_t>
 double loss_sum(at::TensorIterator& iter, double beta) {
   using opmath_t = at::opmath_type<scalar_t>;
   const Loss<opmath_t> f(beta);
   const int64_t numel = iter.numel();
   const int64_t nchunks = (numel + kChunk - 1) / kChunk;
-  std::vector<double> partial(nchunks, 0.0);
-  at::parallel_for(0, nchunks, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      ChunkSum<scalar_t> acc(f);
-      iter.serial_for_each(
-          [&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
-            for (int64_t j = 0; j < n1; ++j) {
-              acc.add_row(data[0] + j * strides[2], strides[0], data[1] + j * strides[3], strides[1], n0);
-            }
-          },
-          {c * kChunk, std::min(numel, (c + 1) * kChunk)});
-      partial[c] = acc.total();
-    }
-  });
-  return pairwise_sum(partial.data(), nchunks);
+  const int64_t nblocks = (nchunks + kBlockChunks - 1) / kBlockChunks;
+  std::vector<double> partial(std::min(nchunks, kBlockChunks), 0.0);
+  std::vector<double> blocks(nblocks, 0.0);
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const int64_t first = b * kBlockChunks, count = std::min(kBlockChunks, nchunks - first);
+    at::parallel_for(0, count, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t chunk = first + c;
+        ChunkSum<scalar_t> acc(f);
+        iter.serial_for_each(
+            [&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
+              for (int64_t j = 0; j < n1; ++j) {
+                acc.add_row(data[0] + j * strides[2], strides[0], data[1] + j * strides[3], strides[1], n0);
+              }
+            },
+            {chunk * kChunk, std::min(numel, (chunk + 1) * kChunk)});
+        partial[c] = acc.total();
+      }
+    });
+    blocks[b] = pairwise_sum(partial.data(), count);
+  }
+  return nblocks == 1 ? blocks[0] : pairwise_sum(blocks.data(), nblocks);
 }
 
 // out: 0-dim, self's dtype.

@@ -57,6 +57,23 @@ def tensors(op: str, **args: Any) -> None:
             raise invalid(op, f"{name} must be a Tensor, got {type(value).__name__}", TypeError)
 
 
+def call_as(name: str, op: Callable, *args: Any) -> Any:
+    """``op(*args)`` for the Python function ``name`` the user called: a
+    contract error the operator raises names ``name`` (``torch_aclnn.max_pool3d``
+    runs max_pool3d_with_indices; its errors say max_pool3d). Compiled code
+    calls ``op`` as it is (no try block for dynamo to trace)."""
+    if compiling():
+        return op(*args)
+    try:
+        return op(*args)
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        message = str(e)
+        tag, sep, rest = message.partition("] ")
+        if not (message.startswith("[torch_aclnn ") and sep and ": " in rest) or type(e).__module__ != "builtins":
+            raise
+        raise type(e)(f"{tag}] {name}: {rest.partition(': ')[2]}") from None
+
+
 def write_out(op: str, out: Any, *args: Any) -> torch.Tensor:
     """The out= of a backward wrapper: ``torch.ops.torch_aclnn.<op>.grad_input(*args,
     grad_input=out)``, which writes ``out``; returns it. ``out`` must be a tensor
@@ -328,15 +345,21 @@ def int_array(op: str, name: str, value: Any, *, scalar: bool = False) -> Any:
     return int_arg(op, name, value)
 
 
-def real_arg(op: str, name: str, value: Any, *, shown: Any = None) -> Any:
+def real_arg(op: str, name: str, value: Any, *, shown: Any = None, tensor: bool = False) -> Any:
     """A real-number argument: int or float (numpy's too) or a symbolic one,
-    not bool, complex or str. Returned as a float (symbolic: unchanged).
-    ``shown`` is the whole argument when ``value`` is one of its elements."""
+    not bool, complex or str; with ``tensor``, also a 0-dim real tensor that
+    does not require grad, as torch takes one for a Scalar argument (elu's
+    alpha, smooth_l1's beta; not a scale factor). Returned as a float
+    (symbolic: unchanged). ``shown`` is the whole argument when ``value`` is
+    one of its elements."""
     if type(value) is float:  # (the common case, first)
         return value
     whole = value if shown is None else shown
     if isinstance(value, _SYMBOLIC):
         return value
+    if tensor and isinstance(value, torch.Tensor) and value.dim() == 0 and not value.requires_grad \
+            and not value.is_complex() and value.dtype is not torch.bool:
+        value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         element = shown is not None and shown is not value  # one element of a list argument
         subject = _subject(name, whole, "a real number", "real numbers") if element else f"{name} must be a real number"

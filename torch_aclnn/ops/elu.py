@@ -18,8 +18,8 @@ from typing import Optional
 
 import torch
 
-from ._common import (Operator, batch_first, bool_arg, compiling, invalid, real_arg, register_autograd, register_vmap,
-                      require, reverse, tensors, vmap_loop, write_out)
+from ._common import (Operator, batch_first, bool_arg, call_as, compiling, invalid, real_arg, register_autograd,
+                      register_vmap, require, reverse, tensors, vmap_loop, write_out)
 
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
@@ -70,7 +70,7 @@ def _elu(input: torch.Tensor, alpha, scale, input_scale, inplace: bool) -> torch
 def _params(op: str, **params) -> list:
     """alpha, scale, input_scale: real numbers (the contract then checks that
     they fit the compute type, naming the same arguments)."""
-    return [real_arg(op, name, value) for name, value in params.items()]
+    return [real_arg(op, name, value, tensor=True) for name, value in params.items()]
 
 
 def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale: float = 1.0,
@@ -91,17 +91,17 @@ def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False, *, scale
     require("elu", input=input, alpha=alpha, scale=scale, input_scale=input_scale)
     tensors("elu", input=input)
     alpha, scale, input_scale = _params("elu", alpha=alpha, scale=scale, input_scale=input_scale)
-    return _elu(input, alpha, scale, input_scale, bool_arg("elu", "inplace", inplace))
+    return _elu(input, alpha, scale, input_scale, bool(inplace))
 
 
 def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """``F.selu(input)``: :func:`elu` with alpha = 1.6732632423543772 and
     scale = 1.0507009873554805."""
     if inplace is False and isinstance(input, _Tensor):  # (as in elu)
-        return _ELU[+compiling()](input, SELU_ALPHA, SELU_SCALE, 1.0)
+        return call_as("selu", _ELU[+compiling()], input, SELU_ALPHA, SELU_SCALE, 1.0)
     require("selu", input=input)
     tensors("selu", input=input)
-    return _elu(input, SELU_ALPHA, SELU_SCALE, 1.0, bool_arg("selu", "inplace", inplace))
+    return call_as("selu", _elu, input, SELU_ALPHA, SELU_SCALE, 1.0, bool(inplace))
 
 
 _FLOAT32_MAX = float(torch.finfo(torch.float32).max)
@@ -115,7 +115,7 @@ def celu_params(input: torch.Tensor, alpha) -> tuple:
     whose reciprocal overflows (|alpha| < 1 / 3.4e38 for float32 input,
     about 5.6e-309 for float64) is a contract error naming alpha."""
     op = "celu"
-    alpha = real_arg(op, "alpha", alpha)
+    alpha = real_arg(op, "alpha", alpha, tensor=True)
     if isinstance(alpha, (torch.SymInt, torch.SymFloat)):
         return alpha, 1.0 / alpha
     if alpha == 0:
@@ -141,7 +141,7 @@ def celu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torc
     require("celu", input=input, alpha=alpha)
     tensors("celu", input=input)
     alpha, input_scale = celu_params(input, alpha)
-    return _elu(input, alpha, 1.0, input_scale, bool_arg("celu", "inplace", inplace))
+    return call_as("celu", _elu, input, alpha, 1.0, input_scale, bool(inplace))
 
 
 def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_scale: float, is_result: bool,

@@ -80,8 +80,8 @@ def leaky_relu(input: torch.Tensor, negative_slope: float = 0.01, inplace: bool 
         return _LEAKY_RELU[+compiling()](input, negative_slope)
     require("leaky_relu", input=input, negative_slope=negative_slope)
     tensors("leaky_relu", input=input)
-    negative_slope = real_arg("leaky_relu", "negative_slope", negative_slope)
-    return _leaky_relu(input, negative_slope, bool_arg("leaky_relu", "inplace", inplace))
+    negative_slope = real_arg("leaky_relu", "negative_slope", negative_slope, tensor=True)
+    return _leaky_relu(input, negative_slope, bool(inplace))
 
 
 def leaky_relu_(input: torch.Tensor, negative_slope: float = 0.01) -> torch.Tensor:

@@ -13,8 +13,8 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
-from ._common import (Operator, bool_arg, compiling, int_array, invalid, planned, plane_vmap, register_autograd,
-                      register_vmap, require, tensors, write_out)
+from ._common import (Operator, bool_arg, call_as, compiling, int_array, invalid, planned, plane_vmap,
+                      register_autograd, register_vmap, require, tensors, write_out)
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
@@ -103,21 +103,26 @@ def max_pool3d_with_indices(input: torch.Tensor, kernel_size: Size3, stride: Opt
     ``stride`` also None (= ``kernel_size``); ``padding`` is at most half the
     kernel size. float32, float64, float16 or bfloat16, any strides.
     """
-    op = "max_pool3d_with_indices"
+    return _pool("max_pool3d_with_indices", input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def _pool(op: str, input, kernel_size, stride, padding, dilation, ceil_mode) -> Tuple[torch.Tensor, torch.Tensor]:
+    """max_pool3d_with_indices for the function ``op`` the user called (its errors name it)."""
     if not isinstance(input, torch.Tensor):
         require(op, input=input)
         tensors(op, input=input)
     window = planned(_window_plan, op, None, kernel_size, stride, padding, dilation, ceil_mode)
-    values, indices = _MAX_POOL[+compiling()](input, *window)
-    return values, indices
+    if op == "max_pool3d_with_indices":
+        return _MAX_POOL[+compiling()](input, *window)
+    return call_as(op, _MAX_POOL[+compiling()], input, *window)
 
 
 def max_pool3d(input: torch.Tensor, kernel_size: Size3, stride: Optional[Size3] = None, padding: Size3 = 0,
                dilation: Size3 = 1, ceil_mode: bool = False, return_indices: bool = False):
     """``F.max_pool3d`` through :func:`max_pool3d_with_indices`: the values, or
-    (values, indices) with ``return_indices``."""
-    values, indices = max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return (values, indices) if bool_arg("max_pool3d", "return_indices", return_indices) else values
+    (values, indices) with ``return_indices`` (any value, tested for truth as F does)."""
+    values, indices = _pool("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (values, indices) if return_indices else values
 
 
 def max_pool3d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tensor, indices: torch.Tensor,

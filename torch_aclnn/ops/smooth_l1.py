@@ -19,8 +19,8 @@ from typing import Optional, Union
 
 import torch
 
-from ._common import (Operator, batch_first, compiling, int_arg, invalid, real_arg, register_autograd, register_vmap,
-                      require, reverse, tensors, vmap_loop, write_out)
+from ._common import (Operator, batch_first, call_as, compiling, int_arg, invalid, real_arg, register_autograd,
+                      register_vmap, require, reverse, tensors, vmap_loop, write_out)
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
@@ -63,24 +63,35 @@ def smooth_l1_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reducti
     op = "smooth_l1_loss"
     require(op, input=input, target=target, reduction=reduction, beta=beta)
     tensors(op, input=input, target=target)
-    return _SMOOTH_L1[+compiling()](input, target, _reduction(op, reduction), real_arg(op, "beta", beta))
+    beta = real_arg(op, "beta", beta, tensor=True)
+    return _SMOOTH_L1[+compiling()](input, target, _reduction(op, reduction), beta)
 
 
 def huber_loss(input: torch.Tensor, target: torch.Tensor, reduction: Reduction = "mean",
-               delta: float = 1.0) -> torch.Tensor:
-    """``F.huber_loss(input, target, reduction, delta)`` for ``delta > 0``,
+               delta: float = 1.0, weight: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``F.huber_loss(input, target, reduction, delta, weight)`` for ``delta > 0``,
     computed as ``delta * smooth_l1_loss(input, target, reduction, beta=delta)``
     (``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``):
     the same aclnn operators forward and backward, so it is differentiable
     twice. The product rounds once more than aten's huber_loss (within an ulp
-    or two)."""
+    or two). With ``weight`` (input's shape, as torch requires) the elementwise
+    loss is multiplied by it and then summed or averaged, as F.huber_loss does."""
     op = "huber_loss"
     require(op, input=input, target=target, reduction=reduction, delta=delta)
     tensors(op, input=input, target=target)
-    delta = real_arg(op, "delta", delta)
+    delta = real_arg(op, "delta", delta, tensor=True)
     if not (delta > 0 and delta < math.inf):
         raise invalid(op, f"delta must be finite and > 0, got {delta!r}")
-    return _SMOOTH_L1[+compiling()](input, target, _reduction(op, reduction), delta) * delta
+    reduction = _reduction(op, reduction)
+    if weight is None:
+        return call_as(op, _SMOOTH_L1[+compiling()], input, target, reduction, delta) * delta
+    tensors(op, weight=weight)
+    if weight.shape != input.shape:
+        raise invalid(op, f"weight must have input's shape {list(input.shape)}, got {list(weight.shape)}")
+    if reduction not in (0, 1, 2):  # (the contract's rule and words, before any work)
+        raise invalid(op, f"reduction must be 0 ('none'), 1 ('mean') or 2 ('sum'), got {reduction}")
+    weighted = call_as(op, _SMOOTH_L1[+compiling()], input, target, 0, delta) * delta * weight
+    return weighted if reduction == 0 else weighted.sum() if reduction == 2 else weighted.mean()
 
 
 def smooth_l1_loss_backward(grad_output: torch.Tensor, input: torch.Tensor, target: torch.Tensor,

@@ -60,6 +60,9 @@ def resolve_size(op: str, input: torch.Tensor, size, scale_factor, recompute_sca
             raise invalid(op, "recompute_scale_factor=True needs scale_factor, got size")
         return _triple(op, "size", size, _size_element), (None, None, None)
     factors = _triple(op, "scale_factor", scale_factor, positive_scale)
+    for i in range(2, 5):  # an empty input axis is named as such, not blamed on the scale factor
+        if input.shape[i] == 0:
+            raise invalid(op, f"input.shape[{i}] ({'DHW'[i - 2]}) must be > 0, got {list(input.shape)}")
     output_size = [scaled_size(op, "scale_factor", input.shape[2 + i], factors[i], "DHW"[i], scale_factor)
                    for i in range(3)]
     if recompute_scale_factor:
