@@ -15,7 +15,7 @@ def overhead_cases(grad: bool):
     """1-element calls with autograd off (grad=False: no input requires grad)
     or on (every floating input requires grad, so both sides record the call
     for backward), each through torch_aclnn's Python API (what a user calls:
-    the operator's direct call, ops/_common.py Operator, after argument checks
+    the operator's direct call, ops/_calls.py Operator, after argument checks
     where the call needs them) against the
     torch call a user makes for the same result: the torch.nn.functional
     function where torch has one, else torch.ops.aten's operator (an index

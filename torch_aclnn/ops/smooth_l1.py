@@ -19,8 +19,11 @@ from typing import Optional, Union
 
 import torch
 
-from ._common import (Operator, batch_first, compiling, int_arg, invalid, real_arg, register_autograd, register_vmap,
-                      require, reverse, tensors, vmap_loop, write_out)
+from ._args import int_arg, real_arg
+from ._autograd import register_autograd, reverse
+from ._calls import Operator, compiling
+from ._errors import invalid, require, tensors, write_out
+from ._vmap import batch_first, register_vmap, vmap_loop
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
