@@ -27,7 +27,7 @@ from ._vmap import batch_first, register_vmap, vmap_loop
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _ELU = Operator.of("elu")
 _ELU_BACKWARD = Operator.of("elu_backward")
 _Tensor = torch.Tensor

@@ -22,7 +22,7 @@ from ._vmap import plane_vmap, register_vmap
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _MAX_POOL = Operator.of("max_pool3d_with_indices")
 _MAX_POOL_BACKWARD = Operator.of("max_pool3d_with_indices_backward")
 

@@ -28,7 +28,7 @@ from ._vmap import batch_first, register_vmap, vmap_loop
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _SMOOTH_L1 = Operator.of("smooth_l1_loss")
 _SMOOTH_L1_BACKWARD = Operator.of("smooth_l1_loss_backward")
 _Tensor = torch.Tensor

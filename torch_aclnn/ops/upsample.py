@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _OPS = {name: Operator.of(name) for name in __all__}
 
 Size3 = Union[int, Sequence[int]]
