@@ -75,7 +75,8 @@ fuzz: build
 # (python itself does not link libstdc++); allocator_may_return_null lets the
 # adversarial set's unallocatable sizes fail as in a normal build.
 ASAN_DIR  ?= build/asan
-ASAN_TESTS ?= tests/test_common.py tests/test_adversarial.py tests/test_upsample.py tests/test_elu.py \
+ASAN_TESTS ?= tests/test_common.py tests/test_adversarial.py tests/test_adversarial_wrappers.py \
+	tests/test_adversarial_devices.py tests/test_adversarial_out.py tests/test_upsample.py tests/test_elu.py \
 	tests/test_max_unpool.py tests/test_max_pool.py tests/test_streaming.py tests/test_forward_ad.py \
 	tests/test_patch_dispatcher.py tests/test_direct_call.py \
 	-k "reference or contract_error or matches_torch \

@@ -20,7 +20,7 @@ and that functional with patch(level="dispatcher")'s routes off and on (the
 routes are process-wide, so off and on alternate round by round). What a call
 that patch() does not route pays inside a TorchFunctionMode: benchmarks/mode_cost.py.
 Per-call times are the fastest of short blocks, the candidates alternating
-block by block (torch_aclnn/bench.py's method for its 1-element rows).
+block by block (torch_aclnn/harness/timing.py's method for its 1-element rows).
 """
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ import torch.nn.functional as F
 
 import torch_aclnn.nn
 from torch_aclnn import _dropin
-from torch_aclnn.bench import _fastest_blocks
-from torch_aclnn.bench_overhead import overhead_cases
+from torch_aclnn.harness.bench_overhead import overhead_cases
+from torch_aclnn.harness.timing import fastest_blocks
 from torch_aclnn.ops import elu as _elu
 
 
@@ -62,13 +62,13 @@ def main() -> None:
         fns = {"torch.ops.torch_aclnn.elu": lambda: ours(x),
                "elu direct call": lambda: direct(x, 1.0, 1.0, 1.0),
                "torch.ops.aten.elu": lambda: aten(x), "F.elu": lambda: F.elu(x)}
-        times = _fastest_blocks(fns, args.rounds, args.threads, args.device)
+        times = fastest_blocks(fns, args.rounds, args.threads, args.device)
         print(f"1 element, {'requires_grad' if grad else 'no grad'}:")
         for name, t in times.items():
             print(f"  {name:28s} {min(t) * 1e6:6.2f} us")
     x = torch.randn(1, device=args.device, requires_grad=True)
     fns = {f"{name} x{n}": _chain(op, x, n) for name, op in (("torch_aclnn", ours), ("aten", aten)) for n in (1, 21)}
-    times = {k: min(v) for k, v in _fastest_blocks(fns, args.rounds, args.threads, args.device).items()}
+    times = {k: min(v) for k, v in fastest_blocks(fns, args.rounds, args.threads, args.device).items()}
     print("a recorded call and its backward node (chain of 21 less chain of 1, per call):")
     for name in ("torch_aclnn", "aten"):
         print(f"  {name:28s} {(times[f'{name} x21'] - times[f'{name} x1']) / 20 * 1e6:6.2f} us")
@@ -86,7 +86,7 @@ def _api_costs(args) -> None:
         with torch.device(args.device):
             setup = case.build("tiny")
         fns = {"api": setup.ours, "entry": setup.entry, "torch": setup.aten}
-        t = {k: min(v) * 1e6 for k, v in _fastest_blocks(fns, args.rounds, args.threads, args.device).items()}
+        t = {k: min(v) * 1e6 for k, v in fastest_blocks(fns, args.rounds, args.threads, args.device).items()}
         print(f"  {case.op:34s} {t['api']:5.2f} / {t['entry']:5.2f} / {t['torch']:5.2f} us ({case.aten_name}): "
               f"API {t['api'] / t['torch']:.2f}x, entry {t['entry'] / t['torch']:.2f}x")
 
@@ -122,7 +122,7 @@ def _dropin_costs(args) -> None:
         fns = {"operator": op, "decision + operator": lambda d=decision, a=a, kw=kw: _dropin.decide(d, a, kw),
                "torch.nn.functional": torch_fn, "torch.nn module": lambda m=torch_module, i=inputs: m(*i),
                "torch_aclnn.nn module": lambda m=ours_module, i=inputs: m(*i)}
-        times = _fastest_blocks(fns, args.rounds, args.threads, args.device)
+        times = fastest_blocks(fns, args.rounds, args.threads, args.device)
         print(f"  {name}: " + ", ".join(f"{k} {min(v) * 1e6:.2f} us" for k, v in times.items()))
     if not torch_aclnn._patch.ROUTED_OPERATORS:
         print("patch(level='dispatcher'): not available (torch < 2.9)")
@@ -131,9 +131,9 @@ def _dropin_costs(args) -> None:
     for name, (_, _, torch_fn, _, _, _) in calls.items():
         off, on = [], []
         for _ in range(args.rounds):
-            off += _fastest_blocks({name: torch_fn}, 1, args.threads, args.device)[name]
+            off += fastest_blocks({name: torch_fn}, 1, args.threads, args.device)[name]
             with torch_aclnn.patched(level="dispatcher"):
-                on += _fastest_blocks({name: torch_fn}, 1, args.threads, args.device)[name]
+                on += fastest_blocks({name: torch_fn}, 1, args.threads, args.device)[name]
         print(f"  {name}: off {min(off) * 1e6:.2f} us, on {min(on) * 1e6:.2f} us ({min(on) / min(off):.2f}x)")
 
 

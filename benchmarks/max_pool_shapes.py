@@ -9,7 +9,7 @@ A 2x2x2 pooling with indices (nn.MaxPool3d(2, return_indices=True)), and a
 larger one: ``F.max_pool3d`` against
 ``torch_aclnn.max_pool3d_with_indices``, each followed by the backward of
 the values' sum. Each time is the median of interleaved rounds of
-blocked_autorange (torch_aclnn/bench.py's method); ratio = aten / torch_aclnn.
+blocked_autorange (torch_aclnn/harness/timing.py's method); ratio = aten / torch_aclnn.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_aclnn
-from torch_aclnn.bench import _interleaved
+from torch_aclnn.harness.timing import interleaved
 
 SHAPES = ((2, 16, 8, 8, 8), (2, 8, 16, 16, 16), (2, 16, 32, 32, 32), (2, 32, 32, 64, 64))
 WINDOWS = ((2, 2, 0), (3, 2, 1))  # (kernel_size, stride, padding)
@@ -43,7 +43,7 @@ def main() -> None:
             def ours():
                 torch_aclnn.max_pool3d_with_indices(x, kernel, stride, padding)[0].sum().backward()
 
-            times = _interleaved({"aten": aten, "ours": ours}, args.rounds, args.min_run_time, args.threads)
+            times = interleaved({"aten": aten, "ours": ours}, args.rounds, args.min_run_time, args.threads)
             a, o = (statistics.median(times[k]) * 1e6 for k in ("aten", "ours"))
             print(f"k{kernel} s{stride} p{padding} {str(shape):22s} forward+backward  aten {a:9.1f} us  "
                   f"torch_aclnn {o:9.1f} us  ratio {a / o:5.2f}")

@@ -3,7 +3,7 @@
     python benchmarks/mode_cost.py [--rounds 15] [--steps 20] [--threads 1]
                                    [--device cuda --size 2 16 64]
 
-Times one training step of a torch_aclnn/bench_model.py U-Net (by default the
+Times one training step of a torch_aclnn/harness/bench_model.py U-Net (by default the
 smallest, batch 1, 2 channels, 8³ on the CPU: the kernels take microseconds,
 so the step time is the per-call cost on the host) five ways, alternating
 within each round:
@@ -37,8 +37,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 import torch_aclnn
-from torch_aclnn import bench_model
-from torch_aclnn.bench import _fastest_blocks, _rotated
+from torch_aclnn.harness import bench_model
+from torch_aclnn.harness.timing import fastest_blocks, rotated
 
 
 class EmptyMode(TorchFunctionMode):
@@ -85,7 +85,7 @@ def main() -> None:
                 step()
     times = {name: [] for name in steps}
     for r in range(a.rounds):
-        for name in _rotated(list(steps), r):
+        for name in rotated(list(steps), r):
             step = steps[name]
             with models[name][1]():  # (entered and left outside the timing, whatever entering a mode costs)
                 bench_model._sync(a.device)
@@ -122,7 +122,7 @@ def _per_call(a) -> None:
     print("one call, plain / inside the empty mode / inside the function level's mode:")
     for name, call in calls.items():
         fns = {m: hundred(call, mode) for m, mode in modes.items()}
-        times = _fastest_blocks(fns, a.rounds, a.threads, a.device)
+        times = fastest_blocks(fns, a.rounds, a.threads, a.device)
         print(f"  {name}: " + ", ".join(f"{m} {min(v) / 100 * 1e9:.0f} ns" for m, v in times.items()))
 
 

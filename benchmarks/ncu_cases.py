@@ -5,7 +5,7 @@ side: `.ci/gpu-check`'s opt-in ncu step (NCU_S=<seconds>) runs
     ncu --profile-from-start off --section SpeedOfLight --section MemoryWorkloadAnalysis \\
         --section Occupancy --section WarpStateStats python benchmarks/ncu_cases.py
 
-Each case is `bench --device cuda`'s case of the same name (torch_aclnn/bench_cases.py, at the
+Each case is `bench --device cuda`'s case of the same name (torch_aclnn/harness/bench_cases.py, at the
 "large" sizes: past the GPU's L2), elu_backward as the kernel that reaches the reference. Each
 side is called once to warm up, then once between cudaProfilerStart and cudaProfilerStop, so
 that ncu profiles exactly those launches (every kernel of the call: a window table, an index
@@ -17,7 +17,7 @@ import sys
 import torch
 
 import torch_aclnn  # noqa: F401  (registers the operators)
-from torch_aclnn import bench_cases
+from torch_aclnn.harness import bench_cases
 
 F32, BF16 = torch.float32, torch.bfloat16
 # (operator, case, dtype, form) of bench_cases.all_cases()

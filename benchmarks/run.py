@@ -1,8 +1,8 @@
 """Runs the benchmark suite: the same as ``python -m torch_aclnn bench`` (all its options work here).
 
 The harness and the cases live in the package, so the installed CLI has them too:
-    torch_aclnn/bench.py        timing, bandwidth references, report (markdown, JSON, chart)
-    torch_aclnn/bench_cases.py  the cases: sizes, aten counterparts, targets
+    torch_aclnn/harness/bench.py        timing, bandwidth references, report (markdown, JSON, chart)
+    torch_aclnn/harness/bench_cases.py  the cases: sizes, aten counterparts, targets
 Results go to benchmarks/results/<host>-<date>.{md,json,png}.
 """
 import sys

@@ -38,7 +38,7 @@ import torch
 import torch.nn as tnn
 
 import torch_aclnn
-from torch_aclnn.bench_model import UNet3d  # the model `python -m torch_aclnn bench --model unet3d` times
+from torch_aclnn.harness.bench_model import UNet3d  # the model `python -m torch_aclnn bench --model unet3d` times
 
 
 def layers_namespace(use_aclnn: bool):

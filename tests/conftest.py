@@ -50,3 +50,22 @@ def _seed():
 @pytest.fixture(params=DEVICES)
 def device(request):
     return request.param
+
+
+@pytest.fixture(scope="session")
+def emulation():
+    """tests/cuda_host/module.cpp, built once with the host compiler: the CUDA
+    kernels' per-element code on the host (tests/test_cuda_host_*.py)."""
+    from torch.utils import cpp_extension
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    build_dir = os.path.join(root, "build", "cuda_host_emulation")
+    os.makedirs(build_dir, exist_ok=True)
+    return cpp_extension.load(
+        name="torch_aclnn_cuda_host_emulation",
+        sources=[os.path.join(root, "tests", "cuda_host", "module.cpp")],
+        extra_include_paths=[os.path.join(root, "csrc")],
+        extra_cflags=["-std=c++20", "-O1", "-Wno-unknown-pragmas"],
+        build_directory=build_dir,
+        verbose=False,
+    )

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import torch_aclnn
-from torch_aclnn import bench, bench_cases, bench_model
+from torch_aclnn.harness import bench, bench_cases, bench_model
 from torch_aclnn.__main__ import main
 
 OP = "upsample_nearest_exact3d_backward"

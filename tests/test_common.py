@@ -435,8 +435,8 @@ def test_public_plans_keep_results_not_errors(monkeypatch):
     shape and plain argument values and types; a call whose arguments break
     the contract raises every time, also after the same values of other
     types were planned."""
-    from torch_aclnn.ops import _common
-    monkeypatch.setattr(_common, "_PLANS", {})
+    from torch_aclnn.ops import _calls
+    monkeypatch.setattr(_calls, "_PLANS", {})
     x = torch.randn(1, 2, 2, 2, 2)
     pooled, indices = torch.nn.functional.max_pool3d(x, 2, return_indices=True)
     for _ in range(2):
@@ -445,7 +445,7 @@ def test_public_plans_keep_results_not_errors(monkeypatch):
         assert torch.equal(torch_aclnn.upsample_nearest3d(x, scale_factor=2),
                            torch.nn.functional.interpolate(x, scale_factor=2))
         assert torch.equal(torch_aclnn.max_pool3d_with_indices(x, 2)[1], indices)
-    assert len(_common._PLANS) == 3
+    assert len(_calls._PLANS) == 3
     for _ in range(2):
         with pytest.raises(TypeError, match=r"\[torch_aclnn 161002\] max_unpool3d: kernel_size must be an int"):
             torch_aclnn.max_unpool3d(pooled, indices, 2.0)
@@ -453,14 +453,14 @@ def test_public_plans_keep_results_not_errors(monkeypatch):
             torch_aclnn.max_pool3d_with_indices(x, True)
         with pytest.raises(ValueError, match=r"\[torch_aclnn 161002\] upsample_nearest3d: input must be 5-D"):
             torch_aclnn.upsample_nearest3d(x[0], scale_factor=2)
-    assert len(_common._PLANS) == 3
+    assert len(_calls._PLANS) == 3
 
 
 def test_plan_keys_tell_argument_types_apart():
     """A plan's key is equal only for equal values of equal types: a list of
     ints (keyed by its values alone), a list holding a float, a scalar, None
     and a bool all differ; a list and a tuple of the same ints do not."""
-    from torch_aclnn.ops._common import _plan_key
+    from torch_aclnn.ops._calls import _plan_key
     keys = [_plan_key((), (v,)) for v in ([2, 2], [2.0, 2], 2, 2.0, None, True, [], [2], (2,))]
     assert keys[-2] == keys[-1]
     assert len(set(keys[:-1])) == len(keys) - 1

@@ -1,5 +1,5 @@
 """The Python API's direct call of each operator (csrc/direct_call.cpp,
-torch_aclnn.ops._common.Operator): the same results, autograd and errors as
+torch_aclnn.ops._calls.Operator): the same results, autograd and errors as
 the torch.ops OpOverload it wraps, every other call handed to that
 OpOverload, and the OpOverload in compiled code."""
 import sys
@@ -11,7 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import torch_aclnn
 from torch_aclnn import _C
-from torch_aclnn.ops import (_common, adaptive_avg_pool, avg_pool, elu, leaky_relu, max_pool, max_unpool, smooth_l1,
+from torch_aclnn.ops import (_calls, adaptive_avg_pool, avg_pool, elu, leaky_relu, max_pool, max_unpool, smooth_l1,
                              upsample, upsample_trilinear)
 from torch_aclnn.testing import OPS, results
 
@@ -275,7 +275,7 @@ def test_the_api_calls_it_in_eager_code_and_the_overload_in_compiled_code(monkey
             return fn(*args)
         return call
 
-    monkeypatch.setattr(elu, "_ELU", _common.Operator(spy(elu._ELU, "direct"), spy(elu._ELU, "overload")))
+    monkeypatch.setattr(elu, "_ELU", _calls.Operator(spy(elu._ELU, "direct"), spy(elu._ELU, "overload")))
     x = torch.randn(2, 3)
     expected = torch.nn.functional.elu(x)
     assert torch.equal(torch_aclnn.elu(x), expected) and used == ["direct"]

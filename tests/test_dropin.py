@@ -19,7 +19,7 @@ from torch.testing._internal.common_methods_invocations import op_db
 import torch_aclnn
 import torch_aclnn.nn as tann
 from torch_aclnn import _dropin
-from torch_aclnn.ops import _common
+from torch_aclnn.ops import _calls
 from torch_aclnn.testing import node_name
 import torch_aclnn.nn.functional as TF
 
@@ -633,7 +633,7 @@ def test_convert_swaps_a_shared_module_everywhere():
 def test_plans_are_kept_per_shape_and_arguments(monkeypatch):
     """interpolate's and max_unpool3d's plans (output size and the rules on it) are kept
     per input shape and plain arguments in eager mode; anything else is planned per call."""
-    monkeypatch.setattr(_common, "_PLANS", {})
+    monkeypatch.setattr(_calls, "_PLANS", {})
     x = torch.randn(1, 2, 3, 4, 5)
     calls = [lambda: TF.interpolate(x, scale_factor=2), lambda: TF.interpolate(x, scale_factor=2),
              lambda: TF.interpolate(x, scale_factor=2.0),             # another type: its own entry
@@ -642,16 +642,16 @@ def test_plans_are_kept_per_shape_and_arguments(monkeypatch):
     sizes = []
     for call in calls:
         assert torch.equal(call(), F.interpolate(x if call is not calls[3] else x[:, :, :2], scale_factor=2))
-        sizes.append(len(_common._PLANS))
+        sizes.append(len(_calls._PLANS))
     assert sizes == [1, 1, 2, 3, 3]
     for _ in range(2):  # a reason is kept too: the call still gets torch's own error
         with pytest.raises(ValueError, match="recompute_scale_factor"):
             TF.interpolate(x, size=4, recompute_scale_factor=True)
-    assert sum(isinstance(v, str) for v in _common._PLANS.values()) == 1
+    assert sum(isinstance(v, str) for v in _calls._PLANS.values()) == 1
     pooled, indices = F.max_pool3d(torch.randn(1, 2, 4, 4, 4), 2, return_indices=True)
     for _ in range(2):
         assert torch.equal(TF.max_unpool3d(pooled, indices, 2), F.max_unpool3d(pooled, indices, 2))
-    assert len(_common._PLANS) == 5
-    monkeypatch.setattr(_common, "_PLANS_MAX", 5)
+    assert len(_calls._PLANS) == 5
+    monkeypatch.setattr(_calls, "_PLANS_MAX", 5)
     TF.interpolate(x, size=3)  # full: the cache starts over
-    assert len(_common._PLANS) == 1
+    assert len(_calls._PLANS) == 1

@@ -397,7 +397,7 @@ def test_out_overload_under_transforms(fn):
 
 
 def _entered_formula(fn):
-    return any(f.endswith("_common.py") and name == "setup_context" for f, name in _python_calls(fn))
+    return any(f.endswith("_autograd.py") and name == "setup_context" for f, name in _python_calls(fn))
 
 
 @pytest.mark.parametrize("name", FLOAT_OPS)

@@ -1,6 +1,6 @@
 """Index checks (docs/spec.md §7, "Index checks on CUDA"): the Python side.
 
-The deferred mode itself is tested on the host (tests/test_cuda_host_emulation.py,
+The deferred mode itself is tested on the host (tests/test_cuda_host_deferred.py,
 the registry driven by emulated checks) and on a GPU (tests/test_cuda.py). Here:
 the switch, its environment variable, the CPU's checks (at the call in either
 mode) and the drop-in rule's handling of an earlier call's deferred error."""

@@ -51,7 +51,7 @@ def test_composite_functions_name_themselves(fn, name):
 
 
 def test_call_as_renames_contract_errors_only():
-    from torch_aclnn.ops._common import call_as
+    from torch_aclnn.ops._calls import call_as
 
     def fail(e):
         raise e

@@ -23,7 +23,7 @@ from . import _loader  # noqa: E402
 
 _loader.load()
 
-from .ops._common import quiet_contract_error_logs  # noqa: E402
+from .ops._errors import quiet_contract_error_logs  # noqa: E402
 from .ops.elu import celu, elu, elu_backward, selu  # noqa: E402
 from .ops.leaky_relu import leaky_relu, leaky_relu_backward  # noqa: E402
 from .ops.smooth_l1 import huber_loss, smooth_l1_loss, smooth_l1_loss_backward  # noqa: E402

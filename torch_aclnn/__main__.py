@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     prog = "torch-aclnn" if Path(sys.argv[0]).name == "torch-aclnn" else "python -m torch_aclnn"
     parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG, formatter_class=formatter)
     sub = parser.add_subparsers(dest="command", required=True, title="commands")
-    from . import check
+    from .harness import check
 
     p = sub.add_parser("check", formatter_class=formatter, epilog=CHECK_EPILOG,
                        help="verify every operator: numerics vs the spec, gradcheck, opcheck, torch.compile, "
@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the same as JSON")
     p.set_defaults(func=_info)
     try:
-        from . import bench
+        from .harness import bench
     except ImportError:
         bench = None
     if bench is not None:

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from ._registry import OPERATORS
 from ._torch_api import (functorch_transforms_active, has_kernel, is_view, plain_view, privateuse1_name,
                          tracing_state)
-from .ops._common import compiling, planned
+from .ops._calls import compiling, planned
 from .ops import adaptive_avg_pool as _adaptive, avg_pool as _avg, elu as _elu, leaky_relu as _lrelu, \
     max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up, upsample_trilinear as _tri
 

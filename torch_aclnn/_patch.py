@@ -50,7 +50,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from . import _compiled_routes, _dropin
-from .ops._common import compiling
+from .ops._calls import compiling
 from ._torch_api import entered, exited, function_mode_stack
 
 __all__ = ["patch", "unpatch", "patched", "is_patched", "patch_stats", "reset_patch_stats", "PatchStats",

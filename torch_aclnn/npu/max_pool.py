@@ -33,7 +33,7 @@ import types
 
 import torch
 
-from ..ops._common import invalid
+from ..ops._errors import invalid
 from ..ops.max_pool import triples
 from . import _glue, limits
 

@@ -29,7 +29,7 @@ import types
 
 import torch
 
-from ..ops._common import invalid
+from ..ops._errors import invalid
 from . import _glue, limits
 
 _ops = torch.ops.torch_aclnn

@@ -14,13 +14,16 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import (Operator, compiling, int_arg, invalid, planned, plane_vmap, register_autograd, register_vmap,
-                      require, tensors)
+from ._args import int_arg
+from ._autograd import register_autograd
+from ._calls import Operator, compiling, planned
+from ._errors import invalid, require, tensors
+from ._vmap import plane_vmap, register_vmap
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_avg_pool3d_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _POOL = Operator.of("adaptive_avg_pool3d")
 _POOL_BACKWARD = Operator.of("adaptive_avg_pool3d_backward")
 

@@ -13,13 +13,16 @@ from typing import Optional, Sequence, Union
 import torch
 
 from . import max_pool as _max_pool
-from ._common import (Operator, bool_arg, compiling, int_arg, invalid, planned, plane_vmap, register_autograd,
-                      register_vmap, require, tensors)
+from ._args import bool_arg, int_arg
+from ._autograd import register_autograd
+from ._calls import Operator, compiling, planned
+from ._errors import invalid, require, tensors
+from ._vmap import plane_vmap, register_vmap
 
 __all__ = ["avg_pool3d", "avg_pool3d_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _AVG_POOL = Operator.of("avg_pool3d")
 _AVG_POOL_BACKWARD = Operator.of("avg_pool3d_backward")
 

@@ -18,13 +18,16 @@ from typing import Optional
 
 import torch
 
-from ._common import (Operator, batch_first, bool_arg, call_as, compiling, invalid, real_arg, register_autograd,
-                      register_vmap, require, reverse, tensors, vmap_loop, write_out)
+from ._args import bool_arg, real_arg
+from ._autograd import register_autograd, reverse
+from ._calls import Operator, call_as, compiling
+from ._errors import invalid, require, tensors, write_out
+from ._vmap import batch_first, register_vmap, vmap_loop
 
 __all__ = ["elu", "selu", "celu", "elu_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _ELU = Operator.of("elu")
 _ELU_BACKWARD = Operator.of("elu_backward")
 _Tensor = torch.Tensor

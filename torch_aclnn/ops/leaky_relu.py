@@ -18,13 +18,16 @@ from typing import Optional
 
 import torch
 
-from ._common import (Operator, batch_first, bool_arg, compiling, real_arg, register_autograd, register_vmap, require,
-                      tensors, vmap_loop)
+from ._args import bool_arg, real_arg
+from ._autograd import register_autograd
+from ._calls import Operator, compiling
+from ._errors import require, tensors
+from ._vmap import batch_first, register_vmap, vmap_loop
 
 __all__ = ["leaky_relu", "leaky_relu_", "leaky_relu_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _LEAKY_RELU = Operator.of("leaky_relu")
 _LEAKY_RELU_BACKWARD = Operator.of("leaky_relu_backward")
 _Tensor = torch.Tensor

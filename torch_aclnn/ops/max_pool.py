@@ -13,13 +13,16 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
-from ._common import (Operator, bool_arg, call_as, compiling, int_array, invalid, planned, plane_vmap,
-                      register_autograd, register_vmap, require, tensors, write_out)
+from ._args import bool_arg, int_array
+from ._autograd import register_autograd
+from ._calls import Operator, call_as, compiling, planned
+from ._errors import invalid, require, tensors, write_out
+from ._vmap import plane_vmap, register_vmap
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool3d_with_indices_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _MAX_POOL = Operator.of("max_pool3d_with_indices")
 _MAX_POOL_BACKWARD = Operator.of("max_pool3d_with_indices_backward")
 

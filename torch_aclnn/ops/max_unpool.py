@@ -13,13 +13,16 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import (INT64_MAX, Operator, compiling, int_array, int_list, invalid, plain_ints, planned, plane_vmap,
-                      register_autograd, register_vmap, require, tensors, write_out)
+from ._args import INT64_MAX, int_array, int_list, plain_ints
+from ._autograd import register_autograd
+from ._calls import Operator, compiling, planned
+from ._errors import invalid, require, tensors, write_out
+from ._vmap import plane_vmap, register_vmap
 
 __all__ = ["max_unpool3d", "max_unpool3d_backward"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _MAX_UNPOOL = Operator.of("max_unpool3d")
 _MAX_UNPOOL_BACKWARD = Operator.of("max_unpool3d_backward")
 

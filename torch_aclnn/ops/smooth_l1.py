@@ -19,13 +19,16 @@ from typing import Optional, Union
 
 import torch
 
-from ._common import (Operator, batch_first, call_as, compiling, int_arg, invalid, real_arg, register_autograd,
-                      register_vmap, require, reverse, tensors, vmap_loop, write_out)
+from ._args import int_arg, real_arg
+from ._autograd import register_autograd, reverse
+from ._calls import Operator, call_as, compiling
+from ._errors import invalid, require, tensors, write_out
+from ._vmap import batch_first, register_vmap, vmap_loop
 
 __all__ = ["smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss"]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _SMOOTH_L1 = Operator.of("smooth_l1_loss")
 _SMOOTH_L1_BACKWARD = Operator.of("smooth_l1_loss_backward")
 _Tensor = torch.Tensor

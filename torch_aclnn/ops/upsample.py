@@ -11,9 +11,11 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ._common import (Operator, compiling, int_arg, int_array, invalid, optional_floats, optional_real, plain_ints,
-                      planned, positive_scale, register_autograd, register_vmap, require, scaled_size, tensors,
-                      vmap_loop, write_out)
+from ._args import int_arg, int_array, optional_floats, optional_real, plain_ints, positive_scale, scaled_size
+from ._autograd import register_autograd
+from ._calls import Operator, compiling, planned
+from ._errors import invalid, require, tensors, write_out
+from ._vmap import register_vmap, vmap_loop
 
 __all__ = [
     "upsample_nearest3d",
@@ -23,7 +25,7 @@ __all__ = [
 ]
 
 _ops = torch.ops.torch_aclnn
-# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_common.Operator).
+# Called as op[+compiling()](...): the direct call in eager code, the OpOverload when compiled (_calls.Operator).
 _OPS = {name: Operator.of(name) for name in __all__}
 
 Size3 = Union[int, Sequence[int]]

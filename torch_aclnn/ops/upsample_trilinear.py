@@ -13,8 +13,11 @@ from typing import Optional, Sequence
 
 import torch
 
-from ._common import (Operator, bool_arg, compiling, int_array, optional_floats, optional_real, plain_ints,
-                      planned, register_autograd, register_vmap, require, tensors, vmap_loop)
+from ._args import bool_arg, int_array, optional_floats, optional_real, plain_ints
+from ._autograd import register_autograd
+from ._calls import Operator, compiling, planned
+from ._errors import require, tensors
+from ._vmap import register_vmap, vmap_loop
 from .upsample import Scale3, Size3, resolve_size
 
 __all__ = ["upsample_trilinear3d", "upsample_trilinear3d_backward"]

@@ -1,4 +1,4 @@
-"""The benchmark cases of ``python -m torch_aclnn bench`` (the harness is torch_aclnn/bench.py).
+"""The benchmark cases of ``python -m torch_aclnn bench`` (the harness is bench.py beside it).
 
 Each :class:`Case` pairs one torch_aclnn call with the aten call a user would
 otherwise make, on the same tensors. ``build(size)`` creates the tensors for a
@@ -19,16 +19,13 @@ harness can time it as the case's compute floor next to its traffic floor.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
 
-from ._registry import OPERATORS  # noqa: F401 (every operator has cases; tests/test_bench.py checks it)
-
-_ours = torch.ops.torch_aclnn
-_aten = torch.ops.aten
+from .._registry import OPERATORS  # noqa: F401 (every operator has cases; tests/test_bench.py checks it)
+from .bench_overhead import overhead_cases
+from .case import Case, Setup, _aten, _name, _ours
 
 # Sizes per level. "quick" shrinks every volume by ~8x. "large" is what
 # `bench --device cuda` runs: past the GPU's L2 (60 MB on an H200, 50 MB on an
@@ -62,43 +59,6 @@ def describe_sizes(size: str) -> str:
             f"max_unpool3d, max_pool3d_with_indices[_backward], adaptive_avg_pool3d[_backward]: pooling of "
             f"{tuple(UNPOOL_INPUT[size])}; "
             f"overhead: 1 element")
-
-
-@dataclass
-class Setup:
-    ours: Callable[[], object]
-    aten: Callable[[], object]
-    reads: list                 # tensors the call reads (each counted once); written = the result
-    exact: bool = False         # results must be bitwise equal (else: close)
-    # Work the case needs besides its memory traffic, as plain aten ops (the
-    # harness times it as a floor next to the traffic floor): (name, callable)
-    compute: Optional[tuple] = None
-    # 1-element cases: the same call through torch.ops (torch.ops.torch_aclnn.<op>.default),
-    # so that what the Python API adds to the operator's own entry can be told apart
-    entry: Optional[Callable[[], object]] = None
-
-
-@dataclass
-class Case:
-    op: str                     # torch_aclnn operator name (what --op selects)
-    name: str                   # the variant, e.g. "scale 2 NCDHW"
-    dtype: torch.dtype
-    form: str                   # "functional" or "out="
-    build: Callable[[str], Setup]
-    overload: str = "default"   # our overload the case needs ("grad_input" for out=)
-    kind: str = "throughput"    # or "overhead" (1-element call: per-call cost)
-    aten_name: str = ""         # what the aten side calls, for the report
-    target_ratio: Optional[float] = None
-    target_pct: Optional[float] = None
-    target_overhead: Optional[float] = None
-
-    @property
-    def qualname(self) -> str:
-        return f"torch_aclnn::{self.op}" + ("" if self.overload == "default" else f".{self.overload}")
-
-
-def _name(packet) -> str:
-    return "aten." + packet._qualified_op_name.split("::")[1]
 
 
 def _randn(shape, dtype, channels_last=False):
@@ -598,7 +558,6 @@ def targets(case: Case, device: str) -> tuple:
 
 
 def all_cases() -> list[Case]:
-    from .bench_overhead import overhead_cases  # (that module builds on this one)
     return (_upsample_cases() + _elu_cases() + _smooth_l1_cases() + _max_unpool_cases() + _max_pool_cases()
             + _leaky_relu_cases()
             + _trilinear_cases()

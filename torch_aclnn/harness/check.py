@@ -19,9 +19,9 @@ from typing import Callable
 
 import torch
 
-from ._index_checks import check_index_errors, failed_checks, set_sync_index_checks
+from .._index_checks import check_index_errors, failed_checks, set_sync_index_checks
+from ..testing import LAYOUTS, OPS, results, tolerance
 from ._progress import Progress
-from .testing import LAYOUTS, OPS, results, tolerance
 
 DTYPE_NAMES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
                "bfloat16": torch.bfloat16, "int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16,
@@ -257,7 +257,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"unknown operator(s) {unknown}; known: {sorted(OPS)}", file=sys.stderr)
             return 2
     if args.device.split(":")[0] == "npu":
-        from . import npu  # imports torch_npu (guarded) when autoload has not
+        from .. import npu  # imports torch_npu (guarded) when autoload has not
 
         if not npu.is_available():
             print(f"device {args.device!r} is not available: {npu.unavailable_reason()}", file=sys.stderr)

@@ -41,7 +41,8 @@ from typing import Callable, Optional
 import torch
 import torch.nn as tnn
 
-from .bench import _rotated
+from . import host
+from .timing import rotated
 
 __all__ = ["UNet3d", "run", "markdown", "main"]
 
@@ -119,7 +120,7 @@ def _stepper(model: tnn.Module, batch, compiled: bool, backend: str) -> Callable
 
 def _modes() -> tuple:
     """MODES, without the dispatcher level where this torch cannot have it (torch < 2.9)."""
-    from ._patch import ROUTED_OPERATORS
+    from .._patch import ROUTED_OPERATORS
 
     return MODES if ROUTED_OPERATORS else tuple(m for m in MODES if "dispatcher" not in m)
 
@@ -166,7 +167,7 @@ def _time_size(batch: int, channels: int, edge: int, device: str, size: str, bac
                 step()
     times = {name: [] for name in steppers}
     for r in range(rounds):
-        for name in _rotated(list(steppers), r):
+        for name in rotated(list(steppers), r):
             step = steppers[name]
             with contexts[name]():  # (entered and left outside the timing, whatever entering a mode costs)
                 _sync(device)
@@ -229,8 +230,7 @@ def _determinism(batch: int, channels: int, edge: int, device: str, steps: int =
 
 
 def run(device: str = "cpu", size: str = "full", threads: Optional[int] = None) -> dict:
-    from . import __version__, default_patch_level
-    from .bench import _cpu_model, _gpu, _load
+    from .. import __version__, default_patch_level
 
     if threads:
         torch.set_num_threads(threads)
@@ -238,16 +238,16 @@ def run(device: str = "cpu", size: str = "full", threads: Optional[int] = None) 
     meta = {"host": socket.gethostname(), "date": datetime.date.today().isoformat(),
             "time": datetime.datetime.now().isoformat(timespec="seconds"), "model": "unet3d", "device": device,
             "size": size, "schedule": dict(zip(("rounds", "steps", "warmup"), SCHEDULE[size])),
-            "compile_backend": backend, "threads": torch.get_num_threads(), "cpu": _cpu_model(),
+            "compile_backend": backend, "threads": torch.get_num_threads(), "cpu": host.cpu_model(),
             "torch": torch.__version__, "torch_aclnn": __version__, "patch_default_level": default_patch_level(),
-            "load_start": _load()}
+            "load_start": host.load()}
     if device == "cuda":
-        meta.update(_gpu())
+        meta.update(host.gpu())
     start = time.monotonic()
     rows = [r for b, c, e in SIZES[device, size] for r in _time_size(b, c, e, device, size, backend)]
     b, c, e = SIZES[device, size][0]
     det = _determinism(b, c, e, device)
-    meta.update(load_end=_load(), seconds=round(time.monotonic() - start, 1))
+    meta.update(load_end=host.load(), seconds=round(time.monotonic() - start, 1))
     return {"meta": meta, "steps": rows, "determinism": det}
 
 

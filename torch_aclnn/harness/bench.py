@@ -1,6 +1,6 @@
 """``python -m torch_aclnn bench``: benchmarks of every operator against aten (CPU, or CUDA with --device cuda).
 
-For every case in torch_aclnn/bench_cases.py: the torch_aclnn call, the aten
+For every case in torch_aclnn/harness/bench_cases.py: the torch_aclnn call, the aten
 call a user would otherwise make, and a bandwidth reference are timed in the
 same process, interleaved (rounds of ``Timer.blocked_autorange``, the order
 rotating each round; the reported time is the median of the round medians).
@@ -18,7 +18,7 @@ that is marked "beyond floor".
 1-element calls measure per-call overhead (reported, like every row, as the
 ratio aten time / our time; their targets are kept as our time / aten time);
 there a round's time is the fastest of short blocks of calls, ours and aten
-alternating block by block (_fastest_blocks), as noise only adds time.
+alternating block by block (timing.fastest_blocks), as noise only adds time.
 
 Output: a markdown table (printed, and written to <host>-<date>.md in the
 current directory or --out DIR), the same data as JSON, and a PNG bar
@@ -36,7 +36,6 @@ import datetime
 import gc
 import json
 import os
-import platform
 import socket
 import statistics
 import sys
@@ -46,12 +45,12 @@ from pathlib import Path
 from typing import Optional
 
 import torch
-from torch.utils.benchmark import Timer
 
-from . import bench_cases
+from .._torch_api import has_kernel
+from . import bench_cases, bench_model, host, timing
 from ._progress import Progress
-from ._torch_api import has_kernel
-from .bench_cases import OPERATORS, Case
+from .bench_cases import OPERATORS
+from .case import Case
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -138,58 +137,6 @@ def _traffic_floor(reads: list, result):
 # ---------------------------------------------------------------------------
 # Measurement
 
-def _rotated(names: list, r: int) -> list:
-    """The timing order of round r: the names rotated by r."""
-    return names[r % len(names):] + names[:r % len(names)]
-
-
-def _interleaved(fns: dict, rounds: int, min_run_time: float, threads: int) -> dict:
-    """{name: [median per round]}: each round runs every timer once, the order rotating."""
-    timers = {k: Timer("fn()", globals={"fn": f}, num_threads=threads) for k, f in fns.items()}
-    names = list(timers)
-    out = {k: [] for k in names}
-    for r in range(rounds):
-        order = _rotated(names, r)
-        for k in order:
-            out[k].append(timers[k].blocked_autorange(min_run_time=min_run_time).median)
-    return out
-
-
-# Overhead (1-element) rows: a round's time per call is the fastest of
-# _BLOCKS blocks of _CALLS calls, the two sides alternating block by block.
-# Noise on a shared machine only adds time, and at a few microseconds per call
-# a round-long median mixes its bursts in (spreads of 40-130% on a 2-core VM).
-_BLOCKS, _CALLS = 30, 200
-
-
-def _fastest_blocks(fns: dict, rounds: int, threads: int, device: str) -> dict:
-    """{name: [per-call seconds per round]}: each round, the fastest of its
-    alternating blocks (the order rotating between rounds)."""
-    names = list(fns)
-    out = {k: [] for k in names}
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        for r in range(rounds):
-            order = _rotated(names, r)
-            best = {k: float("inf") for k in names}
-            for _ in range(_BLOCKS):
-                for k in order:
-                    fn = fns[k]
-                    sync()
-                    start = time.perf_counter()
-                    for _ in range(_CALLS):
-                        fn()
-                    sync()
-                    best[k] = min(best[k], (time.perf_counter() - start) / _CALLS)
-            for k in names:
-                out[k].append(best[k])
-    finally:
-        torch.set_num_threads(previous)
-    return out
-
-
 def _nbytes(t) -> int:
     return sum(r.numel() * r.element_size() for r in _results(t))
 
@@ -245,8 +192,8 @@ def _run_case(case: Case, size: str, rounds: int, min_run_time: float, threads: 
             for k in fns.keys() - {"ours", "aten"}:
                 fns[k]()  # warm-up (ours and aten ran above)
         del r_ours, r_aten
-        times = (_interleaved(fns, rounds, min_run_time, threads) if case.kind == "throughput"
-                 else _fastest_blocks(fns, rounds, threads, device))
+        times = (timing.interleaved(fns, rounds, min_run_time, threads) if case.kind == "throughput"
+                 else timing.fastest_blocks(fns, rounds, threads, device))
     except Exception as e:  # one broken case must not stop the suite
         row.update(status="error", note=f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
         return row
@@ -304,56 +251,10 @@ def _beyond_floor(row: dict) -> Optional[bool]:
     return all(parts) if parts else None
 
 
-def _cpu_model() -> str:
-    """The CPU's model name, with its family and model numbers (a VM's name,
-    e.g. 'AMD EPYC', does not tell one generation from the next)."""
-    fields = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key in ("model name", "cpu family", "model"):
-                    fields[key] = value.strip()
-                if not line.strip() and fields:  # the first processor's block only
-                    break
-    except OSError:
-        pass
-    name = fields.get("model name") or platform.processor() or platform.machine()
-    if "cpu family" in fields and "model" in fields:
-        name += f" (family {fields['cpu family']}, model {fields['model']})"
-    return name
-
-
-def _load() -> Optional[float]:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (OSError, AttributeError):
-        return None
-
-
-def _huge_pages() -> str:
-    """How large CPU outputs get their memory (csrc/cpu/cpu_utils.h, with_huge_pages)."""
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            mode = f.read().split("[")[1].split("]")[0]
-    except (OSError, IndexError):
-        return "no transparent huge pages on this system"
-    ours = "off (TORCH_ACLNN_HUGE_PAGES=0)" if os.environ.get("TORCH_ACLNN_HUGE_PAGES") == "0" else "advised"
-    aten = "advised" if os.environ.get("THP_MEM_ALLOC_ENABLE") == "1" else "not advised (THP_MEM_ALLOC_ENABLE unset)"
-    return f"transparent huge pages '{mode}'; torch_aclnn's large outputs: {ours}; aten's: {aten}"
-
-
-def _gpu() -> dict:
-    p = torch.cuda.get_device_properties(torch.cuda.current_device())
-    return {"gpu": p.name, "gpu_sms": p.multi_processor_count, "gpu_memory_gib": round(p.total_memory / 2**30, 1),
-            "cuda": torch.version.cuda}
-
-
 def run(cases: list, size: str = "full", rounds: Optional[int] = None, min_run_time: Optional[float] = None,
         threads: Optional[int] = None, device: str = "cpu") -> dict:
     """Measure ``cases`` at a size level; returns the report as a dict (what the JSON holds)."""
-    from . import _loader, __version__
+    from .. import _loader, __version__
 
     d_rounds, d_min = MODES[size]
     rounds = rounds or d_rounds
@@ -362,12 +263,12 @@ def run(cases: list, size: str = "full", rounds: Optional[int] = None, min_run_t
     meta = {"host": socket.gethostname(), "date": datetime.date.today().isoformat(),
             "time": datetime.datetime.now().isoformat(timespec="seconds"), "size": size,
             "sizes": bench_cases.describe_sizes(size), "rounds": rounds, "min_run_time_s": min_run_time,
-            "threads": threads, "cpu": _cpu_model(), "cpus": os.cpu_count(), "torch": torch.__version__,
+            "threads": threads, "cpu": host.cpu_model(), "cpus": os.cpu_count(), "torch": torch.__version__,
             "torch_aclnn": __version__, "cpu_kernels": _loader.cpu_isa,
-            "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(), "load_start": _load(),
-            "device": device, "huge_pages": _huge_pages()}
+            "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(), "load_start": host.load(),
+            "device": device, "huge_pages": host.huge_pages()}
     if device == "cuda":
-        meta.update(_gpu())
+        meta.update(host.gpu())
     bar = Progress(len(cases), label="bench")
     rows = []
     start = time.monotonic()
@@ -375,7 +276,7 @@ def run(cases: list, size: str = "full", rounds: Optional[int] = None, min_run_t
         bar.step(f"{case.op} {_short(case.dtype)} {case.form}")
         rows.append(_run_case(case, size, rounds, min_run_time, threads, device))
     bar.close()
-    meta.update(load_end=_load(), seconds=round(time.monotonic() - start, 1))
+    meta.update(load_end=host.load(), seconds=round(time.monotonic() - start, 1))
     return {"meta": meta, "cases": rows}
 
 
@@ -435,7 +336,7 @@ def markdown(report: dict) -> str:
               "the output is a page fault; see benchmarks/README.md)."]),
            f"Each time is the median of {m['rounds']} interleaved rounds of blocked_autorange "
            f"(min_run_time {m['min_run_time_s']} s); for the 1-element rows, a round's time is the fastest of "
-           f"{_BLOCKS} blocks of {_CALLS} calls, ours and aten alternating. ratio = aten time / torch_aclnn time (> 1: torch_aclnn is "
+           f"{timing.BLOCKS} blocks of {timing.CALLS} calls, ours and aten alternating. ratio = aten time / torch_aclnn time (> 1: torch_aclnn is "
            "faster). GB/s counts each tensor read or written once; ref = a plain aten op with the same "
            "read:write mix moving the same bytes in float32 (copy_ 1R+1W, add out= 2R+1W, addcmul out= 3R+1W, "
            "sum read-only), measured in the same rounds. spread = (slowest - fastest round) / median, the larger of "
@@ -582,7 +483,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="torch threads (default: torch.get_num_threads())")
     p.add_argument("--model", choices=("unet3d",),
                    help="time a full training step of a 3-D model with torch alone, patch() and convert(), eager "
-                        "and compiled, and check determinism (torch_aclnn/bench_model.py) instead of the operators")
+                        "and compiled, and check determinism (torch_aclnn/harness/bench_model.py) instead of the operators")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where the tensors live (default cpu; cuda times against aten CUDA with the CUDA targets of bench_cases.targets)")
 
@@ -595,8 +496,6 @@ def select(ops=None, dtypes=None, kind=None) -> list:
 def main(args: argparse.Namespace) -> int:
     size = "quick" if args.quick else "tiny" if args.tiny else "full"
     if args.model:
-        from . import bench_model
-
         return bench_model.main(args.device, size, args.threads, args.out or _default_out_dir())
     cases = select(args.op, args.dtype, args.kind)
     if not cases:

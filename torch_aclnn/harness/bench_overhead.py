@@ -1,24 +1,25 @@
 """The 1-element cases of the benchmarks (``bench --kind overhead``): one
 call's cost through torch_aclnn's Python API against torch's own call, for
-every operator. The throughput cases and the Case/Setup types are in
-bench_cases.py."""
+every operator. The throughput cases are in bench_cases.py, the Case/Setup
+types in case.py."""
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from .bench_cases import Case, Setup, _aten, _name, _ours
+from .. import ops
+from .case import Case, Setup, _aten, _name, _ours
+
 
 def overhead_cases(grad: bool):
     """1-element calls with autograd off (grad=False: no input requires grad)
     or on (every floating input requires grad, so both sides record the call
     for backward), each through torch_aclnn's Python API (what a user calls:
-    the operator's direct call, ops/_common.py Operator, after argument checks
+    the operator's direct call, ops/_calls.py Operator, after argument checks
     where the call needs them) against the
     torch call a user makes for the same result: the torch.nn.functional
     function where torch has one, else torch.ops.aten's operator (an index
     gather for max_unpool3d_backward, which aten lacks)."""
-    from . import ops  # (the public API; imported here, as torch_aclnn imports this module)
     up, elu_ops, sl1_ops = ops.upsample, ops.elu, ops.smooth_l1
     unpool_ops, pool_ops = ops.max_unpool, ops.max_pool
     tri_ops = ops.upsample_trilinear
