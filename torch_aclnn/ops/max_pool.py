@@ -116,8 +116,10 @@ def _pool(op: str, input, kernel_size, stride, padding, dilation, ceil_mode) -> 
         tensors(op, input=input)
     window = planned(_window_plan, op, None, kernel_size, stride, padding, dilation, ceil_mode)
     if op == "max_pool3d_with_indices":
-        return _MAX_POOL[+compiling()](input, *window)
-    return call_as(op, _MAX_POOL[+compiling()], input, *window)
+        values, indices = _MAX_POOL[+compiling()](input, *window)
+    else:
+        values, indices = call_as(op, _MAX_POOL[+compiling()], input, *window)
+    return values, indices  # (a tuple, also of torch.fx proxies under symbolic tracing)
 
 
 def max_pool3d(input: torch.Tensor, kernel_size: Size3, stride: Optional[Size3] = None, padding: Size3 = 0,
