@@ -49,16 +49,10 @@ def describe_sizes(size: str) -> str:
     """The tensor sizes of a size level, for the report header."""
     n = ELEMENTWISE_NUMEL[size]
     numel = f"{n // 2**20}M" if n >= 2**20 else str(n)
-    return (f"upsample: input (grad_input) {tuple(UPSAMPLE_INPUT[size])} (narrow rows: "
+    return (f"upsample, upsample_trilinear3d: input (grad_input) {tuple(UPSAMPLE_INPUT[size])} (narrow rows: "
             f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1, leaky_relu: {numel} elements; "
-            f"max_unpool3d, max_pool3d_with_indices[_backward]: pooling of {tuple(UNPOOL_INPUT[size])}; "
-            f"upsample_trilinear3d[_backward]: the upsample sizes; "
-            f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1: {numel} elements; "
-            f"max_unpool3d, max_pool3d_with_indices[_backward], avg_pool3d[_backward]: pooling of {tuple(UNPOOL_INPUT[size])}; "
-            f"{tuple(UPSAMPLE_NARROW[size])}); elu, smooth_l1: {numel} elements; "
-            f"max_unpool3d, max_pool3d_with_indices[_backward], adaptive_avg_pool3d[_backward]: pooling of "
-            f"{tuple(UNPOOL_INPUT[size])}; "
-            f"overhead: 1 element")
+            f"max_unpool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d (and backwards): pooling of "
+            f"{tuple(UNPOOL_INPUT[size])}; overhead: 1 element")
 
 
 def _randn(shape, dtype, channels_last=False):
