@@ -1,6 +1,6 @@
 // The Python API's direct call of an operator: a callable that behaves as
 // the operator's torch.ops OpOverload and parses the common call faster (see
-// csrc/direct_call.cpp). torch_aclnn/ops/_common.py makes them.
+// csrc/direct_call.cpp). torch_aclnn/ops/_calls.py (Operator) makes them.
 #pragma once
 
 #include <Python.h>
@@ -13,7 +13,7 @@ namespace torch_aclnn::direct_call {
 // RuntimeError for an operator of another library, one that writes an
 // argument or takes varargs, one with a keyword-only argument, an argument
 // type without a converter, a required argument after a default, or a result
-// that is not a Tensor (torch_aclnn/ops/_common.py then keeps the
+// that is not a Tensor (torch_aclnn/ops/_calls.py then keeps the
 // OpOverload alone).
 PyObject* make(PyObject* self, PyObject* args);
 

@@ -18,7 +18,7 @@
 // The same formula runs in both of the kernel's recording paths: plain
 // autograd (a C++ node) and, inside torch.func transforms or with forward-mode
 // tangents, the operator's torch.autograd.Function, whose backward calls it
-// through torch_aclnn._C._derivative (torch_aclnn/ops/_common.py).
+// through torch_aclnn._C._derivative (torch_aclnn/ops/_autograd.py).
 #pragma once
 
 #include <ATen/ATen.h>

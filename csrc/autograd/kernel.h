@@ -13,7 +13,7 @@
 //     backward is the C++ formula. No Python runs, forward or backward;
 //   - a forward-mode tangent, or inside a torch.func transform (grad, vjp,
 //     jvp, jacrev, jacfwd, vmap, ...): the operator's torch.autograd.Function
-//     (torch_aclnn/ops/_common.py register_autograd), whose backward calls the
+//     (torch_aclnn/ops/_autograd.py register_autograd), whose backward calls the
 //     same C++ formula (torch_aclnn._C._derivative) and whose jvp is Python.
 //     Its forward calls the operator again, now with grad mode and forward
 //     grad mode off, so it takes the first path. Within a transform this
@@ -49,7 +49,7 @@ namespace torch_aclnn::autograd {
 // torch.autograd.Function, as fn(*args) (its apply), which the Autograd
 // kernel of operator `name` ("torch_aclnn::elu") calls where the C++ node
 // cannot record the call: a forward-mode tangent is needed, or inside a
-// torch.func transform. Called by torch_aclnn/ops/_common.py's
+// torch.func transform. Called by torch_aclnn/ops/_autograd.py's
 // register_autograd.
 PyObject* set_formula(PyObject* self, PyObject* args);
 
