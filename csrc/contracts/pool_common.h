@@ -1,5 +1,5 @@
 // The argument rules shared by the 3-D pooling families (docs/spec.md §9
-// max_pool, §12 avg_pool): the dtypes, self's rank and axes, the
+// max_pool, §12 avg_pool): self's rank and axes, the
 // kernel_size / stride / padding lists (each 1 or 3 elements, stride also
 // empty) expanded to (D, H, W), and the pooled size with ceil_mode. Each
 // family numbers these rows in its own contract; the messages are the same.
@@ -20,14 +20,6 @@
 #include <limits>
 
 namespace torch_aclnn::pooling {
-
-inline bool supported_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
-}
-
-inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
-  ACLNN_CHECK_TYPE(supported_dtype(t), op, arg, " must be float32, float64, float16 or bfloat16, got ", t);
-}
 
 using Triple = std::array<int64_t, 3>;
 
@@ -120,6 +112,43 @@ inline c10::MemoryFormat result_format(const at::Tensor& self) {
   return self.dim() == 5 && self.suggest_memory_format() == c10::MemoryFormat::ChannelsLast3d
              ? c10::MemoryFormat::ChannelsLast3d
              : c10::MemoryFormat::Contiguous;
+}
+
+// A backward's dtype agreement: self, and grad_input (the out= tensor) when
+// given, have grad_output's dtype.
+inline void check_same_dtype(const char* op, const at::Tensor& grad_output, const at::Tensor& self,
+                             const at::Tensor& grad_input) {
+  ACLNN_CHECK_TYPE(self.scalar_type() == grad_output.scalar_type(), op, "self must have grad_output's dtype ",
+                   grad_output.scalar_type(), ", got ", self.scalar_type());
+  if (grad_input.defined()) {
+    ACLNN_CHECK_TYPE(grad_input.scalar_type() == grad_output.scalar_type(), op,
+                     "grad_input must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
+                     grad_input.scalar_type());
+  }
+}
+
+// A backward's last row and its result: grad_input (the out= tensor), when
+// given, has self's shape; the result has self's shape, grad_output's dtype
+// and result_format(self), on `device`; an out= tensor is written directly
+// when it is dense and shares no memory with grad_output (nor indices, when
+// given).
+inline Result grad_input_result(const char* op, const at::Tensor& grad_output, const at::Tensor& self,
+                                const at::Tensor& grad_input, c10::Device device,
+                                const at::Tensor* indices = nullptr) {
+  const auto s = self.sym_sizes();
+  if (grad_input.defined()) {
+    ACLNN_CHECK_VALUE(grad_input.sym_sizes() == s, op, "grad_input must have self's shape ", fmt_list(s),
+                      ", got ", fmt_list(grad_input.sym_sizes()));
+  }
+  Result r;
+  r.sizes.assign(s.begin(), s.end());
+  r.dtype = grad_output.scalar_type();
+  r.device = device;
+  r.format = result_format(self);
+  r.out_dense = true;
+  r.reads = {&grad_output};
+  if (indices != nullptr) r.reads.push_back(indices);
+  return r;
 }
 
 }  // namespace torch_aclnn::pooling
