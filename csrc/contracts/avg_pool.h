@@ -111,12 +111,8 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   const char* op = kBackward;
   const at::Tensor& grad_input = out.tensor;
   const c10::Device device = one_device(op, {{"grad_output", grad_output}, {"self", self}}, grad_input);
-  // Row 1.
-  check_dtype(op, "grad_output", grad_output.scalar_type());
-  check_dtype(op, "self", self.scalar_type());
-  if (grad_input.defined()) check_dtype(op, "grad_input", grad_input.scalar_type());
-  // Row 2.
-  pooling::check_same_dtype(op, grad_output, self, grad_input);
+  // Rows 1 and 2.
+  pooling::check_backward_dtypes(op, grad_output, self, grad_input);
   // Row 3.
   pooling::check_self(op, self);
   pooling::check_same_rank(op, "grad_output", grad_output, self);

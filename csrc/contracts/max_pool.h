@@ -148,13 +148,8 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   const at::Tensor& grad_input = out.tensor;
   const c10::Device device =
       one_device(op, {{"grad_output", grad_output}, {"self", self}, {"indices", indices}}, grad_input);
-  // Row 1.
-  check_dtype(op, "grad_output", grad_output.scalar_type());
-  check_dtype(op, "self", self.scalar_type());
-  check_dtype(op, "indices", indices.scalar_type(), kIndexDtypes);
-  if (grad_input.defined()) check_dtype(op, "grad_input", grad_input.scalar_type());
-  // Row 2.
-  pooling::check_same_dtype(op, grad_output, self, grad_input);
+  // Rows 1 and 2.
+  pooling::check_backward_dtypes(op, grad_output, self, grad_input, kFloating, {&indices, &kIndexDtypes});
   // Row 3.
   check_self(op, self);
   const auto same_rank = [&](const char* name, const at::Tensor& t) { pooling::check_same_rank(op, name, t, self); };
@@ -181,27 +176,11 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
 // N x C planes of S = D*H*W elements (C = 1 for 4-D input), pooled into
 // planes of oS = oD*oH*oW elements.
 
-struct Geometry {
-  int64_t N, C, D, H, W, S, oD, oH, oW, oS;
-  bool five;
-};
+using pooling::Geometry;
 
 // self and a tensor of the pooled shape (grad_output, or the forward's result).
 inline Geometry geometry(const at::Tensor& self, const at::Tensor& pooled) {
-  Geometry g;
-  g.five = self.dim() == 5;
-  const int64_t d = self.dim() - 3;
-  g.N = self.size(0);
-  g.C = g.five ? self.size(1) : 1;
-  g.D = self.size(d);
-  g.H = self.size(d + 1);
-  g.W = self.size(d + 2);
-  g.oD = pooled.size(d);
-  g.oH = pooled.size(d + 1);
-  g.oW = pooled.size(d + 2);
-  g.S = g.D * g.H * g.W;
-  g.oS = g.oD * g.oH * g.oW;
-  return g;
+  return pooling::geometry(self, pooled.sizes().slice(pooled.dim() - 3));
 }
 
 // Row 12's IndexError, raised by the kernels (CPU and CUDA alike) for the

@@ -136,13 +136,8 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   const at::Tensor& grad_input = out.tensor;
   const c10::Device device =
       one_device(op, {{"grad_output", grad_output}, {"self", self}, {"indices", indices}}, grad_input);
-  // Row 2: supported dtypes.
-  check_dtype(op, "grad_output", grad_output.scalar_type(), kValueDtypes);
-  check_dtype(op, "self", self.scalar_type(), kValueDtypes);
-  check_dtype(op, "indices", indices.scalar_type(), kIndexDtypes);
-  if (grad_input.defined()) check_dtype(op, "grad_input", grad_input.scalar_type(), kValueDtypes);
-  // Row 3: grad_output, self and out dtypes agree.
-  pooling::check_same_dtype(op, grad_output, self, grad_input);
+  // Row 2: supported dtypes; row 3: grad_output, self and out dtypes agree.
+  pooling::check_backward_dtypes(op, grad_output, self, grad_input, kValueDtypes, {&indices, &kIndexDtypes});
   // Rows 4-7.
   check_self(op, self, indices, grad_input);
   // Row 1: the out= tensor is contiguous.
@@ -187,27 +182,8 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
 // planes of oS = prod(output_size) elements; and a dispatch on the element
 // size, since both operators only move bits.
 
-struct Geometry {
-  int64_t N, C, D, H, W, S, oD, oH, oW, oS;
-  bool five;
-};
-
-inline Geometry geometry(const at::Tensor& self, at::IntArrayRef output_size) {
-  Geometry g;
-  g.five = self.dim() == 5;
-  const int64_t d = self.dim() - 3;
-  g.N = self.size(0);
-  g.C = g.five ? self.size(1) : 1;
-  g.D = self.size(d);
-  g.H = self.size(d + 1);
-  g.W = self.size(d + 2);
-  g.S = g.D * g.H * g.W;
-  g.oD = output_size[0];
-  g.oH = output_size[1];
-  g.oW = output_size[2];
-  g.oS = g.oD * g.oH * g.oW;
-  return g;
-}
+using pooling::Geometry;
+using pooling::geometry;
 
 using planes::flat_stride;
 using planes::flattenable;
