@@ -31,6 +31,7 @@ import torch
 from . import limits
 
 _LIB = torch.library.Library("torch_aclnn", "IMPL")
+_OPS = torch.ops.torch_aclnn
 
 # name (with overload, as in the schema) -> the Python kernel registered for PrivateUse1.
 KERNELS: dict = {}
@@ -118,7 +119,7 @@ def conform(result: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def geometry(t: torch.Tensor):
+def geometry_of(t: torch.Tensor):
     """What the limits table measures of an operator whose rows read only the
     dtype and the rank of one tensor."""
     return types.SimpleNamespace(dtype=t.dtype, ndim=t.dim())
@@ -133,11 +134,29 @@ def without_device(op: str, overload, m: torch.Tensor, device, geometry, *args) 
     """Steps 2 and 3: the result of a call the device kernel does not compute,
     an empty one (``m``, the meta result, has no element) or one beyond what
     splitting fixes (torch_aclnn's CPU kernel on ``args``); None otherwise."""
+    return _without_device(op, overload, m, device, geometry, args)
+
+
+def begin(op: str, *args, geometry=None):
+    """Steps 1 to 3 of a kernel that has nothing to do between them: the meta
+    result (``validate``) and ``without_device``'s answer, for the operator
+    ``torch_aclnn::<op>`` on the contracts' device of the call
+    (``call_device``) and the limits measured on ``geometry`` (by default
+    ``geometry_of(args[0])``)."""
+    overload = getattr(_OPS, op).default
+    m = validate(overload, *args)
+    device = call_device(*[a for a in args if isinstance(a, torch.Tensor)])
+    g = geometry_of(args[0]) if geometry is None else geometry
+    return m, _without_device(op, overload, m, device, g, args)
+
+
+def _without_device(op, overload, m, device, geometry, args):
+    # Two frames below the family's kernel (_on_cpu's `below`).
     if m.numel() == 0:
         return like(m, device)
     beyond = limits.beyond_split(op, geometry)
     if beyond is not None:
-        return _on_cpu(op, beyond, overload, device, args, {})
+        return _on_cpu(op, beyond, overload, device, args, {}, below=2)
     return None
 
 
@@ -160,13 +179,13 @@ def cpu_path(op: str, limit: limits.Limit, overload, device, *args, **kwargs) ->
     """Computes the call with torch_aclnn's CPU kernel on CPU copies and
     returns the result on ``device`` (same layout: the CPU kernels produce the
     layout the Meta kernels describe)."""
-    return _on_cpu(op, limit, overload, device, args, kwargs)
+    return _on_cpu(op, limit, overload, device, args, kwargs, below=1)
 
 
-def _on_cpu(op: str, limit: limits.Limit, overload, device, args, kwargs) -> torch.Tensor:
-    """cpu_path's work, called by cpu_path and without_device: two frames
-    below the family's kernel, so that the warning names the kernel's caller."""
-    warn_once(op, limit, device, stacklevel=5)
+def _on_cpu(op: str, limit: limits.Limit, overload, device, args, kwargs, below: int) -> torch.Tensor:
+    """cpu_path's work, called `below` frames below the family's kernel
+    (the warning names the kernel's caller, as cpu_path's always has)."""
+    warn_once(op, limit, device, stacklevel=below + 4)
     result = overload(*[_cpu(a) for a in args], **{k: _cpu(v) for k, v in kwargs.items()})
     if isinstance(result, tuple):  # several results
         return tuple(r.to(device) for r in result)

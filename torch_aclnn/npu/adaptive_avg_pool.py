@@ -35,22 +35,14 @@ ATEN_BACKWARD = torch.ops.aten._adaptive_avg_pool3d_backward.default
 
 
 def forward_kernel(self, output_size):
-    op = "adaptive_avg_pool3d"
-    overload = _ops.adaptive_avg_pool3d.default
-    args = (self, output_size)
-    m = _glue.validate(overload, *args)
-    done = _glue.without_device(op, overload, m, self.device, _glue.geometry(self), *args)
+    m, done = _glue.begin("adaptive_avg_pool3d", self, output_size)
     if done is not None:
         return done
     return _glue.conform(ATEN_FORWARD(self, [int(v) for v in output_size]), m)
 
 
 def backward_kernel(grad_output, self):
-    op = "adaptive_avg_pool3d_backward"
-    overload = _ops.adaptive_avg_pool3d_backward.default
-    args = (grad_output, self)
-    m = _glue.validate(overload, *args)
-    done = _glue.without_device(op, overload, m, grad_output.device, _glue.geometry(grad_output), *args)
+    m, done = _glue.begin("adaptive_avg_pool3d_backward", grad_output, self)
     if done is not None:
         return done
     return _glue.conform(ATEN_BACKWARD(grad_output, self), m)

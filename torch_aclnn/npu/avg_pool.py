@@ -29,11 +29,7 @@ ATEN_BACKWARD = torch.ops.aten.avg_pool3d_backward.default
 
 def forward_kernel(self, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
                    divisor_override=None):
-    op = "avg_pool3d"
-    overload = _ops.avg_pool3d.default
-    args = (self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-    m = _glue.validate(overload, *args)
-    done = _glue.without_device(op, overload, m, self.device, _glue.geometry(self), *args)
+    m, done = _glue.begin("avg_pool3d", self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     if done is not None:
         return done
     result = ATEN_FORWARD(self, list(kernel_size), list(stride), list(padding), bool(ceil_mode),
@@ -43,11 +39,7 @@ def forward_kernel(self, kernel_size, stride=(), padding=(0,), ceil_mode=False, 
 
 def backward_kernel(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
                     divisor_override):
-    op = "avg_pool3d_backward"
-    overload = _ops.avg_pool3d_backward.default
-    args = (grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-    m = _glue.validate(overload, *args)
-    done = _glue.without_device(op, overload, m, grad_output.device, _glue.geometry(grad_output), *args)
+    m, done = _glue.begin("avg_pool3d_backward", grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     if done is not None:
         return done
     result = ATEN_BACKWARD(grad_output, self, list(kernel_size), list(stride), list(padding), bool(ceil_mode),

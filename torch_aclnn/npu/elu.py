@@ -56,11 +56,7 @@ def _elu_formula(self, alpha, scale, input_scale):
 
 
 def elu_kernel(self, alpha=1, scale=1, input_scale=1):
-    op = "elu"
-    overload = _ops.elu.default
-    args = (self, alpha, scale, input_scale)
-    m = _glue.validate(overload, *args)
-    done = _glue.without_device(op, overload, m, self.device, _glue.geometry(self), *args)
+    m, done = _glue.begin("elu", self, alpha, scale, input_scale)
     if done is not None:
         return done
     opmath = _glue.opmath(self.dtype)
@@ -71,15 +67,10 @@ def elu_kernel(self, alpha=1, scale=1, input_scale=1):
 
 
 def elu_backward_kernel(grad_output, alpha, scale, input_scale, is_result, self_or_result):
-    op = "elu_backward"
-    overload = _ops.elu_backward.default
-    args = (grad_output, alpha, scale, input_scale, is_result, self_or_result)
-    m = _glue.validate(overload, *args)
-    device = _glue.call_device(grad_output, self_or_result)
-    done = _glue.without_device(op, overload, m, device, _glue.geometry(grad_output), *args)
+    m, done = _glue.begin("elu_backward", grad_output, alpha, scale, input_scale, is_result, self_or_result)
     if done is not None:
         return done
-    opmath = _glue.opmath(grad_output.dtype)
+    opmath, device = _glue.opmath(grad_output.dtype), _glue.call_device(grad_output, self_or_result)
     result = ATEN_BACKWARD(grad_output.to(device, opmath), alpha, scale, input_scale, is_result,
                            self_or_result.to(device, opmath))
     return _glue.conform(result.to(grad_output.dtype), m)

@@ -39,11 +39,7 @@ def _select(x, value, negative_slope, dtype):
 
 
 def leaky_relu_kernel(self, negative_slope=0.01):
-    op = "leaky_relu"
-    overload = _ops.leaky_relu.default
-    args = (self, negative_slope)
-    m = _glue.validate(overload, *args)
-    done = _glue.without_device(op, overload, m, self.device, _glue.geometry(self), *args)
+    m, done = _glue.begin("leaky_relu", self, negative_slope)
     if done is not None:
         return done
     x = self.to(_glue.opmath(self.dtype))
@@ -53,15 +49,10 @@ def leaky_relu_kernel(self, negative_slope=0.01):
 
 
 def leaky_relu_backward_kernel(grad_output, self, negative_slope, self_is_result):
-    op = "leaky_relu_backward"
-    overload = _ops.leaky_relu_backward.default
-    args = (grad_output, self, negative_slope, self_is_result)
-    m = _glue.validate(overload, *args)
-    device = _glue.call_device(grad_output, self)
-    done = _glue.without_device(op, overload, m, device, _glue.geometry(grad_output), *args)
+    m, done = _glue.begin("leaky_relu_backward", grad_output, self, negative_slope, self_is_result)
     if done is not None:
         return done
-    opmath = _glue.opmath(grad_output.dtype)
+    opmath, device = _glue.opmath(grad_output.dtype), _glue.call_device(grad_output, self)
     g, x = grad_output.to(device, opmath), self.to(device, opmath)
     if not math.isfinite(float(negative_slope)):
         return _glue.conform(_select(x, g, negative_slope, grad_output.dtype), m)

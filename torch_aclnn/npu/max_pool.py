@@ -72,7 +72,7 @@ def forward_kernel(self, kernel_size, stride, padding, dilation, ceil_mode):
     device = self.device
     if m_values.numel() == 0:
         return _glue.like(m_values, device), _glue.like(m_indices, device)
-    beyond = limits.beyond_split(op, _glue.geometry(self))
+    beyond = limits.beyond_split(op, _glue.geometry_of(self))
     if beyond is not None:
         return _glue.cpu_path(op, beyond, overload, device, *args)
     values, indices = ATEN_FORWARD(self, list(kernel_size), list(stride), list(padding), list(dilation),
@@ -86,7 +86,7 @@ def backward_kernel(grad_output, self, indices, kernel_size, stride, padding, di
     args = (grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode)
     m = _glue.validate(overload, *args)
     check_windows(op, self, indices, kernel_size, stride, padding, dilation)  # returns at once when empty
-    done = _glue.without_device(op, overload, m, grad_output.device, _glue.geometry(grad_output), *args)
+    done = _glue.without_device(op, overload, m, grad_output.device, _glue.geometry_of(grad_output), *args)
     if done is not None:
         return done
     result = ATEN_BACKWARD(grad_output, self, list(kernel_size), list(stride), list(padding), list(dilation),

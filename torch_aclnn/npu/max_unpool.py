@@ -84,7 +84,7 @@ def forward_kernel(self, indices, output_size, stride, padding):
     args = (self, indices, output_size, stride, padding)
     m = _glue.validate(overload, *args)
     check_indices(op, indices, output_size)  # returns at once when empty
-    done = _glue.without_device(op, overload, m, self.device, _glue.geometry(self), *args)
+    done = _glue.without_device(op, overload, m, self.device, _glue.geometry_of(self), *args)
     if done is not None:
         return done
     volume = _volume(output_size)
