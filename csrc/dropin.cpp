@@ -26,6 +26,8 @@
 // kernel would free it under that thread.
 #include "dropin.h"
 
+#include "common/contract.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -57,8 +59,7 @@ using Args = c10::ArrayRef<c10::IValue>;  // a call's arguments, in aten's schem
 
 bool floating(const c10::IValue& v) {
   if (!v.isTensor()) return false;
-  const at::ScalarType t = v.toTensor().scalar_type();
-  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+  return kFloating.contains(v.toTensor().scalar_type());
 }
 
 // Scalars of a call on a tensor other than float64: NaN or finite values

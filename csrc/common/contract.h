@@ -15,8 +15,10 @@
 #include <c10/core/DispatchKey.h>
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/MemoryFormat.h>
+#include <c10/core/ScalarType.h>
 #include <c10/core/SymInt.h>
 #include <c10/core/TensorOptions.h>
+#include <c10/util/ArrayRef.h>
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 
@@ -40,6 +42,25 @@ namespace torch_aclnn {
 inline int64_t val(int64_t v) { return v; }
 inline int64_t val(const c10::SymInt& v) {
   return v.is_symbolic() && v.has_hint() ? v.guard_int(__FILE__, __LINE__) : v.expect_int();
+}
+
+// A set of dtypes an argument may have, and the words its TypeError lists
+// them in ("<arg> must be <names>, got <dtype>").
+struct DtypeSet {
+  c10::ArrayRef<at::ScalarType> dtypes;
+  const char* names;
+
+  bool contains(at::ScalarType t) const { return std::find(dtypes.begin(), dtypes.end(), t) != dtypes.end(); }
+};
+
+inline constexpr at::ScalarType kFloatingDtypes[] = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16};
+// The dtypes of every family's floating tensors. A family with another set
+// (max_unpool's values, the pooling indices) passes its own.
+inline constexpr DtypeSet kFloating{kFloatingDtypes, "float32, float64, float16 or bfloat16"};
+
+// The dtype row of every contract: arg's dtype t is one of `dtypes`.
+inline void check_dtype(const char* op, const char* arg, at::ScalarType t, const DtypeSet& dtypes = kFloating) {
+  ACLNN_CHECK_TYPE(dtypes.contains(t), op, arg, " must be ", dtypes.names, ", got ", t);
 }
 
 // "[2, 3, 4]" for an array of sizes (IntArrayRef or SymIntArrayRef).

@@ -23,6 +23,7 @@
 #pragma once
 
 #include "common/contract.h"
+#include "contracts/pool_common.h"
 
 #include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>
@@ -34,11 +35,6 @@ namespace torch_aclnn::adaptive_avg_pool {
 
 constexpr const char* kForward = "adaptive_avg_pool3d";
 constexpr const char* kBackward = "adaptive_avg_pool3d_backward";
-
-inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
-  ACLNN_CHECK_TYPE(t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16, op, arg,
-                   " must be float32, float64, float16 or bfloat16, got ", t);
-}
 
 // Rows 3 and 4 for self.
 inline void check_self(const char* op, const at::Tensor& self) {
@@ -54,11 +50,7 @@ inline void check_self(const char* op, const at::Tensor& self) {
 
 // The memory format of both operators' results: self's (channels_last_3d
 // when self is 5-D and channels_last_3d, else contiguous).
-inline c10::MemoryFormat result_format(const at::Tensor& self) {
-  return self.dim() == 5 && self.suggest_memory_format() == c10::MemoryFormat::ChannelsLast3d
-             ? c10::MemoryFormat::ChannelsLast3d
-             : c10::MemoryFormat::Contiguous;
-}
+using pooling::result_format;
 
 // Row 8: the window arithmetic multiplies an axis's input and output sizes
 // (checked where both are concrete).
@@ -107,26 +99,12 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   const char* op = kBackward;
   const at::Tensor& grad_input = out.tensor;
   const c10::Device device = one_device(op, {{"grad_output", grad_output}, {"self", self}}, grad_input);
-  // Row 1.
-  check_dtype(op, "grad_output", grad_output.scalar_type());
-  check_dtype(op, "self", self.scalar_type());
-  if (grad_input.defined()) check_dtype(op, "grad_input", grad_input.scalar_type());
-  // Row 2.
-  ACLNN_CHECK_TYPE(self.scalar_type() == grad_output.scalar_type(), op, "self must have grad_output's dtype ",
-                   grad_output.scalar_type(), ", got ", self.scalar_type());
-  if (grad_input.defined()) {
-    ACLNN_CHECK_TYPE(grad_input.scalar_type() == grad_output.scalar_type(), op,
-                     "grad_input must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
-                     grad_input.scalar_type());
-  }
+  // Rows 1 and 2.
+  pooling::check_backward_dtypes(op, grad_output, self, grad_input);
   // Rows 3 and 4.
   check_self(op, self);
-  const auto same_rank = [&](const char* name, const at::Tensor& t) {
-    ACLNN_CHECK_VALUE(t.dim() == self.dim(), op, name, " must have self's rank ", self.dim(), ", got ", t.dim(),
-                      "-D with shape ", fmt_list(t.sym_sizes()));
-  };
-  same_rank("grad_output", grad_output);
-  if (grad_input.defined()) same_rank("grad_input", grad_input);
+  pooling::check_same_rank(op, "grad_output", grad_output, self);
+  if (grad_input.defined()) pooling::check_same_rank(op, "grad_input", grad_input, self);
   // Row 5.
   const auto s = self.sym_sizes();
   const auto g = grad_output.sym_sizes();
@@ -141,18 +119,7 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   }
   check_products(op, s.slice(lead), g.slice(lead), "grad_output's D, H, W");
   // Row 6.
-  if (grad_input.defined()) {
-    ACLNN_CHECK_VALUE(grad_input.sym_sizes() == s, op, "grad_input must have self's shape ", fmt_list(s),
-                      ", got ", fmt_list(grad_input.sym_sizes()));
-  }
-  Result r;
-  r.sizes.assign(s.begin(), s.end());
-  r.dtype = grad_output.scalar_type();
-  r.device = device;
-  r.format = result_format(self);
-  r.out_dense = true;
-  r.reads = {&grad_output};
-  return {r};
+  return {pooling::grad_input_result(op, grad_output, self, grad_input, device)};
 }
 
 // ---------------------------------------------------------------------------

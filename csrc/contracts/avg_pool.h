@@ -90,7 +90,7 @@ inline Plan check_forward(const at::Tensor& self, at::IntArrayRef kernel_size, a
                           std::optional<int64_t> divisor_override) {
   const char* op = kForward;
   const c10::Device device = one_device(op, {{"self", self}});
-  pooling::check_dtype(op, "self", self.scalar_type());
+  check_dtype(op, "self", self.scalar_type());
   pooling::check_self(op, self);
   pooling::check_axes(op, self);
   const Window w = check_window(op, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
@@ -111,20 +111,9 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   const char* op = kBackward;
   const at::Tensor& grad_input = out.tensor;
   const c10::Device device = one_device(op, {{"grad_output", grad_output}, {"self", self}}, grad_input);
-  // Row 1.
-  pooling::check_dtype(op, "grad_output", grad_output.scalar_type());
-  pooling::check_dtype(op, "self", self.scalar_type());
-  if (grad_input.defined()) pooling::check_dtype(op, "grad_input", grad_input.scalar_type());
-  // Row 2.
-  ACLNN_CHECK_TYPE(self.scalar_type() == grad_output.scalar_type(), op, "self must have grad_output's dtype ",
-                   grad_output.scalar_type(), ", got ", self.scalar_type());
-  if (grad_input.defined()) {
-    ACLNN_CHECK_TYPE(grad_input.scalar_type() == grad_output.scalar_type(), op,
-                     "grad_input must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
-                     grad_input.scalar_type());
-  }
+  // Rows 1 and 2.
+  pooling::check_backward_dtypes(op, grad_output, self, grad_input);
   // Row 3.
-  const auto s = self.sym_sizes();
   pooling::check_self(op, self);
   pooling::check_same_rank(op, "grad_output", grad_output, self);
   if (grad_input.defined()) pooling::check_same_rank(op, "grad_input", grad_input, self);
@@ -138,18 +127,7 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   ACLNN_CHECK_VALUE(grad_output.sym_sizes() == expected, op, "grad_output must have the pooled shape ",
                     fmt_list(expected), ", got ", fmt_list(grad_output.sym_sizes()));
   // Row 11.
-  if (grad_input.defined()) {
-    ACLNN_CHECK_VALUE(grad_input.sym_sizes() == s, op, "grad_input must have self's shape ", fmt_list(s),
-                      ", got ", fmt_list(grad_input.sym_sizes()));
-  }
-  Result r;
-  r.sizes.assign(s.begin(), s.end());
-  r.dtype = grad_output.scalar_type();
-  r.device = device;
-  r.format = pooling::result_format(self);
-  r.out_dense = true;
-  r.reads = {&grad_output};
-  return {r, {w}};
+  return {pooling::grad_input_result(op, grad_output, self, grad_input, device), {w}};
 }
 
 // ---------------------------------------------------------------------------

@@ -15,14 +15,6 @@ namespace torch_aclnn::elu {
 
 constexpr int64_t kMaxDims = 8;
 
-inline bool supported_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
-}
-
-inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
-  ACLNN_CHECK_TYPE(supported_dtype(t), op, arg, " must be float32, float64, float16 or bfloat16, got ", t);
-}
-
 inline void check_rank(const char* op, const char* arg, const at::Tensor& t) {
   ACLNN_CHECK_VALUE(t.dim() <= kMaxDims, op, arg, " must have at most ", kMaxDims, " dims, got ", t.dim(),
                     "-D with shape ", fmt_list(t.sym_sizes()));
@@ -73,7 +65,7 @@ inline Plan check_forward(const at::Tensor& self, const c10::Scalar& alpha, cons
 // and rounded in grad_output's dtype, then widened exactly on store, so out=
 // returns the same numbers as the functional form.
 inline bool holds(at::ScalarType out, at::ScalarType in) {
-  return supported_dtype(out) && c10::promoteTypes(in, out) == out;
+  return kFloating.contains(out) && c10::promoteTypes(in, out) == out;
 }
 
 // The result: empty_like(grad_output) on the call's device. out= on every

@@ -2,15 +2,15 @@
 // and leaky_relu_backward (aclnnLeakyReluBackward). Every backend (CPU, CUDA,
 // Meta, and the NPU glue through Meta) validates with this header.
 //
-// The dtype, rank, scalar and out= dtype rules are ELU's (contracts/elu.h),
-// reused here so that both families say them the same way.
+// The dtypes are every family's (common/contract.h: check_dtype); the rank,
+// scalar and out= dtype rules are ELU's (contracts/elu.h), reused here so
+// that both families say them the same way.
 #pragma once
 
 #include "contracts/elu.h"
 
 namespace torch_aclnn::leaky_relu {
 
-using elu::check_dtype;
 using elu::check_rank;
 using elu::holds;
 

@@ -54,11 +54,13 @@ constexpr const char* kForward = "max_pool3d_with_indices";
 constexpr const char* kBackward = "max_pool3d_with_indices_backward";
 
 using pooling::check_axes;
-using pooling::check_dtype;
 using pooling::check_self;
 using pooling::result_format;
-using pooling::supported_dtype;
 using pooling::Triple;
+
+// indices' dtypes (row 1).
+inline constexpr at::ScalarType kIndexDtypeList[] = {at::kLong, at::kInt};
+inline constexpr DtypeSet kIndexDtypes{kIndexDtypeList, "int32 or int64"};
 
 // The pooling's parameters, each expanded to (D, H, W).
 struct Window {
@@ -146,22 +148,9 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   const at::Tensor& grad_input = out.tensor;
   const c10::Device device =
       one_device(op, {{"grad_output", grad_output}, {"self", self}, {"indices", indices}}, grad_input);
-  // Row 1.
-  check_dtype(op, "grad_output", grad_output.scalar_type());
-  check_dtype(op, "self", self.scalar_type());
-  ACLNN_CHECK_TYPE(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt, op,
-                   "indices must be int32 or int64, got ", indices.scalar_type());
-  if (grad_input.defined()) check_dtype(op, "grad_input", grad_input.scalar_type());
-  // Row 2.
-  ACLNN_CHECK_TYPE(self.scalar_type() == grad_output.scalar_type(), op, "self must have grad_output's dtype ",
-                   grad_output.scalar_type(), ", got ", self.scalar_type());
-  if (grad_input.defined()) {
-    ACLNN_CHECK_TYPE(grad_input.scalar_type() == grad_output.scalar_type(), op,
-                     "grad_input must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
-                     grad_input.scalar_type());
-  }
+  // Rows 1 and 2.
+  pooling::check_backward_dtypes(op, grad_output, self, grad_input, kFloating, {&indices, &kIndexDtypes});
   // Row 3.
-  const auto s = self.sym_sizes();
   check_self(op, self);
   const auto same_rank = [&](const char* name, const at::Tensor& t) { pooling::check_same_rank(op, name, t, self); };
   same_rank("grad_output", grad_output);
@@ -179,18 +168,7 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   ACLNN_CHECK_VALUE(indices.sym_sizes() == expected, op, "indices must have the pooled shape ",
                     fmt_list(expected), ", got ", fmt_list(indices.sym_sizes()));
   // Row 11.
-  if (grad_input.defined()) {
-    ACLNN_CHECK_VALUE(grad_input.sym_sizes() == s, op, "grad_input must have self's shape ", fmt_list(s),
-                      ", got ", fmt_list(grad_input.sym_sizes()));
-  }
-  Result r;
-  r.sizes.assign(s.begin(), s.end());
-  r.dtype = grad_output.scalar_type();
-  r.device = device;
-  r.format = result_format(self);
-  r.out_dense = true;
-  r.reads = {&grad_output, &indices};
-  return {r, {w}};
+  return {pooling::grad_input_result(op, grad_output, self, grad_input, device, &indices), {w}};
 }
 
 // ---------------------------------------------------------------------------
@@ -198,27 +176,11 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
 // N x C planes of S = D*H*W elements (C = 1 for 4-D input), pooled into
 // planes of oS = oD*oH*oW elements.
 
-struct Geometry {
-  int64_t N, C, D, H, W, S, oD, oH, oW, oS;
-  bool five;
-};
+using pooling::Geometry;
 
 // self and a tensor of the pooled shape (grad_output, or the forward's result).
 inline Geometry geometry(const at::Tensor& self, const at::Tensor& pooled) {
-  Geometry g;
-  g.five = self.dim() == 5;
-  const int64_t d = self.dim() - 3;
-  g.N = self.size(0);
-  g.C = g.five ? self.size(1) : 1;
-  g.D = self.size(d);
-  g.H = self.size(d + 1);
-  g.W = self.size(d + 2);
-  g.oD = pooled.size(d);
-  g.oH = pooled.size(d + 1);
-  g.oW = pooled.size(d + 2);
-  g.S = g.D * g.H * g.W;
-  g.oS = g.oD * g.oH * g.oW;
-  return g;
+  return pooling::geometry(self, pooled.sizes().slice(pooled.dim() - 3));
 }
 
 // Row 12's IndexError, raised by the kernels (CPU and CUDA alike) for the

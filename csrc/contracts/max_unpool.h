@@ -20,6 +20,7 @@
 #pragma once
 
 #include "common/contract.h"
+#include "contracts/pool_common.h"
 #include "common/planes.h"
 
 #include <c10/core/MemoryFormat.h>
@@ -35,52 +36,25 @@ constexpr const char* kBackward = "max_unpool3d_backward";
 
 // grad_output / self / out: the aclnn list (FLOAT, FLOAT16, INT16, INT32,
 // INT64, INT8, UINT8, DOUBLE) plus BFLOAT16 on CPU/CUDA.
-inline bool supported_dtype(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat:
-    case at::kDouble:
-    case at::kHalf:
-    case at::kBFloat16:
-    case at::kChar:
-    case at::kByte:
-    case at::kShort:
-    case at::kInt:
-    case at::kLong:
-      return true;
-    default:
-      return false;
-  }
-}
+inline constexpr at::ScalarType kValueDtypeList[] = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kChar,
+                                                     at::kByte,  at::kShort,  at::kInt,  at::kLong};
+inline constexpr DtypeSet kValueDtypes{
+    kValueDtypeList, "float32, float64, float16, bfloat16, int8, uint8, int16, int32 or int64"};
 
-inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
-  ACLNN_CHECK_TYPE(supported_dtype(t), op, arg,
-                   " must be float32, float64, float16, bfloat16, int8, uint8, int16, int32 or int64, got ", t);
-}
-
-inline void check_indices_dtype(const char* op, at::ScalarType t) {
-  ACLNN_CHECK_TYPE(t == at::kLong, op, "indices must be int64, got ", t);
-}
+// indices: int64.
+inline constexpr at::ScalarType kIndexDtypeList[] = {at::kLong};
+inline constexpr DtypeSet kIndexDtypes{kIndexDtypeList, "int64"};
 
 // The memory format results are produced in: channels_last_3d when the
 // reference tensor is 5-D and channels_last_3d, contiguous otherwise.
-inline c10::MemoryFormat result_format(const at::Tensor& t) {
-  return t.dim() == 5 && t.suggest_memory_format() == c10::MemoryFormat::ChannelsLast3d
-             ? c10::MemoryFormat::ChannelsLast3d
-             : c10::MemoryFormat::Contiguous;
-}
+using pooling::result_format;
 
 // Rows 4-7 for self and indices (and out, when given): rank, shapes, sizes.
 inline void check_self(const char* op, const at::Tensor& self, const at::Tensor& indices,
                        const at::Tensor& out = at::Tensor()) {
-  ACLNN_CHECK_VALUE(self.dim() == 4 || self.dim() == 5, op,
-                    "self must be 4-D (N, D, H, W) or 5-D (N, C, D, H, W), got ", self.dim(), "-D with shape ",
-                    fmt_list(self.sym_sizes()));
-  ACLNN_CHECK_VALUE(indices.dim() == self.dim(), op, "indices must have self's rank ", self.dim(), ", got ",
-                    indices.dim(), "-D with shape ", fmt_list(indices.sym_sizes()));
-  if (out.defined()) {
-    ACLNN_CHECK_VALUE(out.dim() == self.dim(), op, "grad_input must have self's rank ", self.dim(), ", got ",
-                      out.dim(), "-D with shape ", fmt_list(out.sym_sizes()));
-  }
+  pooling::check_self(op, self);
+  pooling::check_same_rank(op, "indices", indices, self);
+  if (out.defined()) pooling::check_same_rank(op, "grad_input", out, self);
   const auto s = self.sym_sizes();
   ACLNN_CHECK_VALUE(indices.sym_sizes() == s, op, "indices must have self's shape ", fmt_list(s), ", got ",
                     fmt_list(indices.sym_sizes()));
@@ -88,10 +62,7 @@ inline void check_self(const char* op, const at::Tensor& self, const at::Tensor&
     ACLNN_CHECK_VALUE(out.sym_sizes() == s, op, "grad_input must have self's shape ", fmt_list(s), ", got ",
                       fmt_list(out.sym_sizes()));
   }
-  for (int64_t i = 1; i < self.dim(); ++i) {
-    ACLNN_CHECK_VALUE(s[i] > 0, op, "every axis of self but N must be > 0, got shape ", fmt_list(s),
-                      " (axis ", i, " is ", val(s[i]), ")");
-  }
+  pooling::check_axes(op, self);
 }
 
 // Rows 8-9: output_size, stride and padding each have 3 elements;
@@ -140,8 +111,8 @@ inline Plan check_forward(const at::Tensor& self, const at::Tensor& indices, c10
                           at::IntArrayRef stride, at::IntArrayRef padding) {
   const char* op = kForward;
   const c10::Device device = one_device(op, {{"self", self}, {"indices", indices}});
-  check_dtype(op, "self", self.scalar_type());
-  check_indices_dtype(op, indices.scalar_type());
+  check_dtype(op, "self", self.scalar_type(), kValueDtypes);
+  check_dtype(op, "indices", indices.scalar_type(), kIndexDtypes);
   check_self(op, self, indices);
   check_lists(op, output_size, stride, padding);
   check_volume(op, self, output_size);
@@ -165,19 +136,8 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
   const at::Tensor& grad_input = out.tensor;
   const c10::Device device =
       one_device(op, {{"grad_output", grad_output}, {"self", self}, {"indices", indices}}, grad_input);
-  // Row 2: supported dtypes.
-  check_dtype(op, "grad_output", grad_output.scalar_type());
-  check_dtype(op, "self", self.scalar_type());
-  check_indices_dtype(op, indices.scalar_type());
-  if (grad_input.defined()) check_dtype(op, "grad_input", grad_input.scalar_type());
-  // Row 3: grad_output, self and out dtypes agree.
-  ACLNN_CHECK_TYPE(self.scalar_type() == grad_output.scalar_type(), op, "self must have grad_output's dtype ",
-                   grad_output.scalar_type(), ", got ", self.scalar_type());
-  if (grad_input.defined()) {
-    ACLNN_CHECK_TYPE(grad_input.scalar_type() == grad_output.scalar_type(), op,
-                     "grad_input must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
-                     grad_input.scalar_type());
-  }
+  // Row 2: supported dtypes; row 3: grad_output, self and out dtypes agree.
+  pooling::check_backward_dtypes(op, grad_output, self, grad_input, kValueDtypes, {&indices, &kIndexDtypes});
   // Rows 4-7.
   check_self(op, self, indices, grad_input);
   // Row 1: the out= tensor is contiguous.
@@ -222,27 +182,8 @@ inline Plan check_backward(const at::Tensor& grad_output, const at::Tensor& self
 // planes of oS = prod(output_size) elements; and a dispatch on the element
 // size, since both operators only move bits.
 
-struct Geometry {
-  int64_t N, C, D, H, W, S, oD, oH, oW, oS;
-  bool five;
-};
-
-inline Geometry geometry(const at::Tensor& self, at::IntArrayRef output_size) {
-  Geometry g;
-  g.five = self.dim() == 5;
-  const int64_t d = self.dim() - 3;
-  g.N = self.size(0);
-  g.C = g.five ? self.size(1) : 1;
-  g.D = self.size(d);
-  g.H = self.size(d + 1);
-  g.W = self.size(d + 2);
-  g.S = g.D * g.H * g.W;
-  g.oD = output_size[0];
-  g.oH = output_size[1];
-  g.oW = output_size[2];
-  g.oS = g.oD * g.oH * g.oW;
-  return g;
-}
+using pooling::Geometry;
+using pooling::geometry;
 
 using planes::flat_stride;
 using planes::flattenable;

@@ -1,8 +1,10 @@
 // The argument rules shared by the 3-D pooling families (docs/spec.md §9
-// max_pool, §12 avg_pool): the dtypes, self's rank and axes, the
-// kernel_size / stride / padding lists (each 1 or 3 elements, stride also
-// empty) expanded to (D, H, W), and the pooled size with ceil_mode. Each
-// family numbers these rows in its own contract; the messages are the same.
+// max_pool, §12 avg_pool; some also §5 max_unpool, §13 adaptive_avg_pool):
+// self's rank and axes, the kernel_size / stride / padding lists (each 1 or
+// 3 elements, stride also empty) expanded to (D, H, W), the pooled size
+// with ceil_mode, a backward's dtype rows and result, and the plane
+// geometry of the max_pool and max_unpool kernels. Each family numbers
+// these rows in its own contract; the messages are the same.
 //
 // Pooled size per axis (aten's pooling_output_shape):
 //   o = (in + 2*pad - dilation*(kernel-1) - 1 + (ceil_mode ? stride-1 : 0)) / stride + 1,
@@ -20,14 +22,6 @@
 #include <limits>
 
 namespace torch_aclnn::pooling {
-
-inline bool supported_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
-}
-
-inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
-  ACLNN_CHECK_TYPE(supported_dtype(t), op, arg, " must be float32, float64, float16 or bfloat16, got ", t);
-}
 
 using Triple = std::array<int64_t, 3>;
 
@@ -120,6 +114,83 @@ inline c10::MemoryFormat result_format(const at::Tensor& self) {
   return self.dim() == 5 && self.suggest_memory_format() == c10::MemoryFormat::ChannelsLast3d
              ? c10::MemoryFormat::ChannelsLast3d
              : c10::MemoryFormat::Contiguous;
+}
+
+// A backward's index tensor and its dtypes.
+struct Indices {
+  const at::Tensor* tensor = nullptr;
+  const DtypeSet* dtypes = nullptr;
+};
+
+// A backward's dtype rows: grad_output, self, indices (when the operator
+// has them) and grad_input (the out= tensor, when given) have dtypes of
+// their sets, in that order; then self and grad_input have grad_output's
+// dtype.
+inline void check_backward_dtypes(const char* op, const at::Tensor& grad_output, const at::Tensor& self,
+                                  const at::Tensor& grad_input, const DtypeSet& dtypes = kFloating,
+                                  Indices indices = {}) {
+  check_dtype(op, "grad_output", grad_output.scalar_type(), dtypes);
+  check_dtype(op, "self", self.scalar_type(), dtypes);
+  if (indices.tensor != nullptr) check_dtype(op, "indices", indices.tensor->scalar_type(), *indices.dtypes);
+  if (grad_input.defined()) check_dtype(op, "grad_input", grad_input.scalar_type(), dtypes);
+  ACLNN_CHECK_TYPE(self.scalar_type() == grad_output.scalar_type(), op, "self must have grad_output's dtype ",
+                   grad_output.scalar_type(), ", got ", self.scalar_type());
+  if (grad_input.defined()) {
+    ACLNN_CHECK_TYPE(grad_input.scalar_type() == grad_output.scalar_type(), op,
+                     "grad_input must have grad_output's dtype ", grad_output.scalar_type(), ", got ",
+                     grad_input.scalar_type());
+  }
+}
+
+// The kernels' view of max_pool and max_unpool calls: self, of shape
+// (N, [C,] D, H, W), as N x C planes of S = D*H*W elements (C = 1 for 4-D),
+// and the pooled (max_pool) or unpooled (max_unpool) planes of
+// oS = oD*oH*oW elements.
+struct Geometry {
+  int64_t N, C, D, H, W, S, oD, oH, oW, oS;
+  bool five;
+};
+
+// self and the other planes' (oD, oH, oW).
+inline Geometry geometry(const at::Tensor& self, at::IntArrayRef other) {
+  Geometry g;
+  g.five = self.dim() == 5;
+  const int64_t d = self.dim() - 3;
+  g.N = self.size(0);
+  g.C = g.five ? self.size(1) : 1;
+  g.D = self.size(d);
+  g.H = self.size(d + 1);
+  g.W = self.size(d + 2);
+  g.S = g.D * g.H * g.W;
+  g.oD = other[0];
+  g.oH = other[1];
+  g.oW = other[2];
+  g.oS = g.oD * g.oH * g.oW;
+  return g;
+}
+
+// A backward's last row and its result: grad_input (the out= tensor), when
+// given, has self's shape; the result has self's shape, grad_output's dtype
+// and result_format(self), on `device`; an out= tensor is written directly
+// when it is dense and shares no memory with grad_output (nor indices, when
+// given).
+inline Result grad_input_result(const char* op, const at::Tensor& grad_output, const at::Tensor& self,
+                                const at::Tensor& grad_input, c10::Device device,
+                                const at::Tensor* indices = nullptr) {
+  const auto s = self.sym_sizes();
+  if (grad_input.defined()) {
+    ACLNN_CHECK_VALUE(grad_input.sym_sizes() == s, op, "grad_input must have self's shape ", fmt_list(s),
+                      ", got ", fmt_list(grad_input.sym_sizes()));
+  }
+  Result r;
+  r.sizes.assign(s.begin(), s.end());
+  r.dtype = grad_output.scalar_type();
+  r.device = device;
+  r.format = result_format(self);
+  r.out_dense = true;
+  r.reads = {&grad_output};
+  if (indices != nullptr) r.reads.push_back(indices);
+  return r;
 }
 
 }  // namespace torch_aclnn::pooling

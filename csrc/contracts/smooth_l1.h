@@ -41,14 +41,6 @@ inline std::string fmt_float(double v) {
   return s;
 }
 
-inline bool supported_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
-}
-
-inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
-  ACLNN_CHECK_TYPE(supported_dtype(t), op, arg, " must be float32, float64, float16 or bfloat16, got ", t);
-}
-
 inline void check_reduction(const char* op, int64_t reduction) {
   ACLNN_CHECK_VALUE(reduction == kNone || reduction == kMean || reduction == kSum, op,
                     "reduction must be 0 ('none'), 1 ('mean') or 2 ('sum'), got ", reduction);
@@ -115,8 +107,8 @@ inline at::ScalarType promote(const char* op, std::initializer_list<const at::Te
   at::native::ResultTypeState state;
   for (const at::Tensor* t : tensors) state = at::native::update_result_type_state(*t, state);
   const at::ScalarType dtype = at::native::result_type(state);
-  ACLNN_CHECK_TYPE(supported_dtype(dtype), op, "the inputs' dtypes promote to ", dtype,
-                   ", which is not float32, float64, float16 or bfloat16");
+  ACLNN_CHECK_TYPE(kFloating.contains(dtype), op, "the inputs' dtypes promote to ", dtype,
+                   ", which is not ", kFloating.names);
   return dtype;
 }
 

@@ -32,11 +32,6 @@ inline bool use_scales(const Scale (&s)[3]) {
          *s[2] > 0.;
 }
 
-inline void check_dtype(const char* op, const char* arg, at::ScalarType t) {
-  ACLNN_CHECK_TYPE(t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16, op,
-                   arg, " must be float32, float64, float16 or bfloat16, got ", t);
-}
-
 // Which axes use their given scale (and must then agree with the sizes, row
 // 10): all three or none for nearest (use_scales), axis by axis for trilinear
 // (contracts/upsample_trilinear.h).

@@ -92,6 +92,12 @@ Geometry geometry_of(const at::Tensor& big, const at::Tensor& small, const at::T
   return g;
 }
 
+// Axis i (0: D, 1: H, 2: W) of a call.
+inline Axis axis_of(const Geometry& g, const Window& w, int i) {
+  const int64_t size[3] = {g.D, g.H, g.W}, pooled[3] = {g.oD, g.oH, g.oW};
+  return Axis(size[i], pooled[i], w.kernel[i], w.stride[i], w.padding[i], w.count_include_pad);
+}
+
 inline c10::MemoryFormat format_of(const Geometry& g) {
   return g.cl ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
 }
@@ -129,9 +135,7 @@ inline A divisor(const Window& w, int64_t fd, int64_t fh, int64_t fw) {
 template <typename T>
 void forward_contiguous(T* __restrict out, const T* __restrict x, const Geometry& g, const Window& w) {
   using A = at::opmath_type<T>;
-  const Axis ad(g.D, g.oD, w.kernel[0], w.stride[0], w.padding[0], w.count_include_pad);
-  const Axis ah(g.H, g.oH, w.kernel[1], w.stride[1], w.padding[1], w.count_include_pad);
-  const Axis aw(g.W, g.oW, w.kernel[2], w.stride[2], w.padding[2], w.count_include_pad);
+  const Axis ad = axis_of(g, w, 0), ah = axis_of(g, w, 1), aw = axis_of(g, w, 2);
   const int64_t kW = w.kernel[2], sW = w.stride[2], pW = w.padding[2];
   const TapRanges taps(g.W, g.oW, kW, sW, pW);
   const int64_t S = g.S(), oS = g.oS();
@@ -181,9 +185,7 @@ void forward_contiguous(T* __restrict out, const T* __restrict x, const Geometry
 template <typename T>
 void forward_channels_last(T* __restrict out, const T* __restrict x, const Geometry& g, const Window& w) {
   using A = at::opmath_type<T>;
-  const Axis ad(g.D, g.oD, w.kernel[0], w.stride[0], w.padding[0], w.count_include_pad);
-  const Axis ah(g.H, g.oH, w.kernel[1], w.stride[1], w.padding[1], w.count_include_pad);
-  const Axis aw(g.W, g.oW, w.kernel[2], w.stride[2], w.padding[2], w.count_include_pad);
+  const Axis ad = axis_of(g, w, 0), ah = axis_of(g, w, 1), aw = axis_of(g, w, 2);
   const int64_t C = g.C;
   const int64_t cost = g.oW * C * w.kernel[0] * w.kernel[1] * w.kernel[2];
   at::parallel_for(0, g.N * g.oD * g.oH, cpu::grain_for(cost), [&](int64_t begin, int64_t end) {
@@ -248,9 +250,7 @@ std::vector<A> scaled_terms(const T* __restrict go, const Geometry& g, const Win
 template <typename T>
 void backward_contiguous(T* __restrict gi, const T* __restrict go, const Geometry& g, const Window& w) {
   using A = at::opmath_type<T>;
-  const Axis ad(g.D, g.oD, w.kernel[0], w.stride[0], w.padding[0], w.count_include_pad);
-  const Axis ah(g.H, g.oH, w.kernel[1], w.stride[1], w.padding[1], w.count_include_pad);
-  const Axis aw(g.W, g.oW, w.kernel[2], w.stride[2], w.padding[2], w.count_include_pad);
+  const Axis ad = axis_of(g, w, 0), ah = axis_of(g, w, 1), aw = axis_of(g, w, 2);
   const std::vector<A> t = scaled_terms(go, g, w, ad, ah, aw);
   const int64_t kW = w.kernel[2], sW = w.stride[2], pW = w.padding[2];
   const TapRanges taps(g.W, g.oW, kW, sW, pW);
@@ -286,9 +286,7 @@ void backward_contiguous(T* __restrict gi, const T* __restrict go, const Geometr
 template <typename T>
 void backward_channels_last(T* __restrict gi, const T* __restrict go, const Geometry& g, const Window& w) {
   using A = at::opmath_type<T>;
-  const Axis ad(g.D, g.oD, w.kernel[0], w.stride[0], w.padding[0], w.count_include_pad);
-  const Axis ah(g.H, g.oH, w.kernel[1], w.stride[1], w.padding[1], w.count_include_pad);
-  const Axis aw(g.W, g.oW, w.kernel[2], w.stride[2], w.padding[2], w.count_include_pad);
+  const Axis ad = axis_of(g, w, 0), ah = axis_of(g, w, 1), aw = axis_of(g, w, 2);
   const std::vector<A> t = scaled_terms(go, g, w, ad, ah, aw);
   const int64_t C = g.C;
   at::parallel_for(0, g.N * g.D * g.H, cpu::grain_for(g.W * C), [&](int64_t begin, int64_t end) {

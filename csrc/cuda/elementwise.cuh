@@ -18,6 +18,7 @@
 // depends on the layout or the path.
 #pragma once
 
+#include "common/contract.h"
 #include "cuda/index.cuh"
 #include "cuda/launch.cuh"
 
@@ -146,6 +147,19 @@ void launch_elementwise(at::TensorIteratorBase& iter, const Op& op) {
   strided_kernel<nin, scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
       static_cast<uint32_t>(n), static_cast<char*>(iter.data_ptr(0)), in, make_offset_calculator<nin + 1>(iter), op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// out = op(inputs...) element by element: out (any strides, not resized)
+// and the inputs all of dtype scalar_t and out's shape; a 0-dim CPU input is
+// read from a copy on out's device.
+template <typename scalar_t, typename Op, typename... Inputs>
+void map_into(at::Tensor& out, const Op& op, const Inputs&... inputs) {
+  const at::Tensor on_out_device[] = {on_device(inputs, out.device())...};
+  at::TensorIteratorConfig config;
+  config.resize_outputs(false).add_output(out);
+  for (const at::Tensor& t : on_out_device) config.add_const_input(t);
+  auto iter = config.build();
+  launch_elementwise<sizeof...(Inputs), scalar_t>(iter, op);
 }
 
 }  // namespace torch_aclnn::cuda

@@ -22,29 +22,20 @@ using kernels::Forward;
 using kernels::Slope;
 
 void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self, const c10::Scalar&) {
-  auto iter = at::TensorIteratorConfig().resize_outputs(false).add_output(out).add_const_input(self).build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "leaky_relu_cuda", [&] {
-    cuda::launch_elementwise<1, scalar_t>(iter, Forward<scalar_t>{Slope<scalar_t>(p.params)});
+    cuda::map_into<scalar_t>(out, Forward<scalar_t>{Slope<scalar_t>(p.params)}, self);
   });
 }
 
 // grad_input: grad_output's shape and dtype, no internal overlap, and not
 // partially overlapping either input. A 0-dim CPU input is read from a copy
 // on the device.
-void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output_, const at::Tensor& self_,
+void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output, const at::Tensor& self,
                    const c10::Scalar&, bool) {
-  const at::Tensor grad_output = on_device(grad_output_, grad_input.device());
-  const at::Tensor self = on_device(self_, grad_input.device());
-  auto iter = at::TensorIteratorConfig()
-                  .resize_outputs(false)
-                  .add_output(grad_input)
-                  .add_const_input(grad_output)
-                  .add_const_input(self)
-                  .build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "leaky_relu_backward_cuda",
                                   [&] {
-                                    cuda::launch_elementwise<2, scalar_t>(
-                                        iter, Backward<scalar_t>{Slope<scalar_t>(p.params)});
+                                    cuda::map_into<scalar_t>(grad_input, Backward<scalar_t>{Slope<scalar_t>(p.params)},
+                                                             grad_output, self);
                                   });
 }
 

@@ -34,15 +34,9 @@
 
 namespace torch_aclnn::max_pool::kernels {
 
-// Planes, their walks and the position flag (cuda/planes.cuh).
-using torch_aclnn::cuda::channels_fastest;
-using torch_aclnn::cuda::Divider;
-using torch_aclnn::cuda::kNone;
-using torch_aclnn::cuda::kNoneByte;
-using torch_aclnn::cuda::note_bad;
-using torch_aclnn::cuda::Planes;
-using torch_aclnn::cuda::planes_of;
-using torch_aclnn::cuda::Walk;
+// Planes, their walks and the position flag (cuda/planes.cuh), Divider and
+// Pack (cuda/index.cuh).
+using namespace torch_aclnn::cuda;
 
 // ---------------------------------------------------------------------------
 // Host-side set-up (the CPU kernel's rules).

@@ -78,9 +78,3 @@ at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self, bool 
 }
 
 }  // namespace host_adaptive_avg_pool
-
-inline void register_adaptive_avg_pool(pybind11::module_& m) {
-  using namespace host_adaptive_avg_pool;
-  m.def("forward", &forward);
-  m.def("backward", &backward);
-}

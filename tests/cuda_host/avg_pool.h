@@ -70,9 +70,3 @@ at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self, std::
 }
 
 }  // namespace host_avg_pool
-
-inline void register_avg_pool(pybind11::module_& m) {
-  using namespace host_avg_pool;
-  m.def("forward", &forward);
-  m.def("backward", &backward);
-}

@@ -138,12 +138,3 @@ std::vector<int64_t> taps(int64_t x, int64_t pooled, int64_t kernel, int64_t str
 }
 
 }  // namespace host_max_pool
-
-inline void register_max_pool(pybind11::module_& m) {
-  using namespace host_max_pool;
-  m.def("forward", &forward);
-  m.def("backward", &backward);
-  m.def("backward_layout", &backward_layout);
-  m.def("taps", &taps);
-  m.attr("NONE") = kNone;
-}

@@ -148,10 +148,3 @@ std::tuple<at::Tensor, int64_t, bool> backward(const at::Tensor& grad_output_, c
 }
 
 }  // namespace host_max_unpool
-
-inline void register_max_unpool(pybind11::module_& m) {
-  using namespace host_max_unpool;
-  m.def("forward", &forward);
-  m.def("backward", &backward);
-  m.attr("NONE") = kNone;
-}

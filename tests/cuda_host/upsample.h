@@ -158,11 +158,3 @@ std::tuple<std::string, int64_t> backward_path_of(const at::Tensor& grad_output,
 }
 
 }  // namespace host_upsample
-
-inline void register_upsample(pybind11::module_& m) {
-  using namespace host_upsample;
-  m.def("forward", &forward);
-  m.def("backward", &backward);
-  m.def("window_table", &window_table);
-  m.def("backward_path", &backward_path_of);
-}

@@ -89,9 +89,3 @@ inline at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> o
 }
 
 }  // namespace host_upsample_trilinear
-
-inline void register_upsample_trilinear(pybind11::module_& m) {
-  using namespace host_upsample_trilinear;
-  m.def("forward", &forward);
-  m.def("backward", &backward);
-}

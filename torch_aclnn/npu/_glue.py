@@ -22,14 +22,16 @@ to PrivateUse1 with CPU tensors) the same code runs against aten's CPU kernels.
 """
 from __future__ import annotations
 
+import types
 import warnings
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 
 from . import limits
 
 _LIB = torch.library.Library("torch_aclnn", "IMPL")
+_OPS = torch.ops.torch_aclnn
 
 # name (with overload, as in the schema) -> the Python kernel registered for PrivateUse1.
 KERNELS: dict = {}
@@ -117,7 +119,48 @@ def conform(result: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def warn_once(op: str, limit: limits.Limit, device) -> None:
+def geometry_of(t: torch.Tensor):
+    """What the limits table measures of an operator whose rows read only the
+    dtype and the rank of one tensor."""
+    return types.SimpleNamespace(dtype=t.dtype, ndim=t.dim())
+
+
+def opmath(dtype):
+    """The dtype aten's kernels compute ``dtype`` in: float32 for half/bfloat16."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def without_device(op: str, overload, m: torch.Tensor, device, geometry, *args) -> Optional[torch.Tensor]:
+    """Steps 2 and 3: the result of a call the device kernel does not compute,
+    an empty one (``m``, the meta result, has no element) or one beyond what
+    splitting fixes (torch_aclnn's CPU kernel on ``args``); None otherwise."""
+    return _without_device(op, overload, m, device, geometry, args)
+
+
+def begin(op: str, *args, geometry=None):
+    """Steps 1 to 3 of a kernel that has nothing to do between them: the meta
+    result (``validate``) and ``without_device``'s answer, for the operator
+    ``torch_aclnn::<op>`` on the contracts' device of the call
+    (``call_device``) and the limits measured on ``geometry`` (by default
+    ``geometry_of(args[0])``)."""
+    overload = getattr(_OPS, op).default
+    m = validate(overload, *args)
+    device = call_device(*[a for a in args if isinstance(a, torch.Tensor)])
+    g = geometry_of(args[0]) if geometry is None else geometry
+    return m, _without_device(op, overload, m, device, g, args)
+
+
+def _without_device(op, overload, m, device, geometry, args):
+    # Two frames below the family's kernel (_on_cpu's `below`).
+    if m.numel() == 0:
+        return like(m, device)
+    beyond = limits.beyond_split(op, geometry)
+    if beyond is not None:
+        return _on_cpu(op, beyond, overload, device, args, {}, below=2)
+    return None
+
+
+def warn_once(op: str, limit: limits.Limit, device, stacklevel: int = 4) -> None:
     key = (op, limit.key)
     if key in _warned:
         return
@@ -125,7 +168,7 @@ def warn_once(op: str, limit: limits.Limit, device) -> None:
     warnings.warn(
         f"torch_aclnn.{op}: input beyond the Ascend kernel's limit '{limit.text}' (source: {limit.source}); "
         f"computed through torch_aclnn's CPU kernel and copied back to {device}. "
-        "Shown once per operator and limit.", DeviceLimitWarning, stacklevel=4)
+        "Shown once per operator and limit.", DeviceLimitWarning, stacklevel=stacklevel)
 
 
 def _cpu(x):
@@ -136,7 +179,13 @@ def cpu_path(op: str, limit: limits.Limit, overload, device, *args, **kwargs) ->
     """Computes the call with torch_aclnn's CPU kernel on CPU copies and
     returns the result on ``device`` (same layout: the CPU kernels produce the
     layout the Meta kernels describe)."""
-    warn_once(op, limit, device)
+    return _on_cpu(op, limit, overload, device, args, kwargs, below=1)
+
+
+def _on_cpu(op: str, limit: limits.Limit, overload, device, args, kwargs, below: int) -> torch.Tensor:
+    """cpu_path's work, called `below` frames below the family's kernel
+    (the warning names the kernel's caller, as cpu_path's always has)."""
+    warn_once(op, limit, device, stacklevel=below + 4)
     result = overload(*[_cpu(a) for a in args], **{k: _cpu(v) for k, v in kwargs.items()})
     if isinstance(result, tuple):  # several results
         return tuple(r.to(device) for r in result)

@@ -25,11 +25,9 @@ torch_npu's own error is raised.
 """
 from __future__ import annotations
 
-import types
-
 import torch
 
-from . import _glue, limits
+from . import _glue
 
 _ops = torch.ops.torch_aclnn
 ATEN_FORWARD = torch.ops.aten._adaptive_avg_pool3d.default
@@ -37,30 +35,16 @@ ATEN_BACKWARD = torch.ops.aten._adaptive_avg_pool3d_backward.default
 
 
 def forward_kernel(self, output_size):
-    op = "adaptive_avg_pool3d"
-    overload = _ops.adaptive_avg_pool3d.default
-    args = (self, output_size)
-    m = _glue.validate(overload, *args)
-    device = self.device
-    if m.numel() == 0:
-        return _glue.like(m, device)
-    beyond = limits.beyond_split(op, types.SimpleNamespace(dtype=self.dtype))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, device, *args)
+    m, done = _glue.begin("adaptive_avg_pool3d", self, output_size)
+    if done is not None:
+        return done
     return _glue.conform(ATEN_FORWARD(self, [int(v) for v in output_size]), m)
 
 
 def backward_kernel(grad_output, self):
-    op = "adaptive_avg_pool3d_backward"
-    overload = _ops.adaptive_avg_pool3d_backward.default
-    args = (grad_output, self)
-    m = _glue.validate(overload, *args)
-    device = grad_output.device
-    if m.numel() == 0:
-        return _glue.like(m, device)
-    beyond = limits.beyond_split(op, types.SimpleNamespace(dtype=grad_output.dtype))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, device, *args)
+    m, done = _glue.begin("adaptive_avg_pool3d_backward", grad_output, self)
+    if done is not None:
+        return done
     return _glue.conform(ATEN_BACKWARD(grad_output, self), m)
 
 

@@ -18,11 +18,9 @@ lists) goes to the CPU kernels. Empty results return without a device call.
 """
 from __future__ import annotations
 
-import types
-
 import torch
 
-from . import _glue, limits
+from . import _glue
 
 _ops = torch.ops.torch_aclnn
 ATEN_FORWARD = torch.ops.aten.avg_pool3d.default
@@ -31,16 +29,9 @@ ATEN_BACKWARD = torch.ops.aten.avg_pool3d_backward.default
 
 def forward_kernel(self, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
                    divisor_override=None):
-    op = "avg_pool3d"
-    overload = _ops.avg_pool3d.default
-    args = (self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-    m = _glue.validate(overload, *args)
-    device = self.device
-    if m.numel() == 0:
-        return _glue.like(m, device)
-    beyond = limits.beyond_split(op, types.SimpleNamespace(dtype=self.dtype))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, device, *args)
+    m, done = _glue.begin("avg_pool3d", self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    if done is not None:
+        return done
     result = ATEN_FORWARD(self, list(kernel_size), list(stride), list(padding), bool(ceil_mode),
                           bool(count_include_pad), divisor_override)
     return _glue.conform(result, m)
@@ -48,16 +39,9 @@ def forward_kernel(self, kernel_size, stride=(), padding=(0,), ceil_mode=False, 
 
 def backward_kernel(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
                     divisor_override):
-    op = "avg_pool3d_backward"
-    overload = _ops.avg_pool3d_backward.default
-    args = (grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-    m = _glue.validate(overload, *args)
-    device = grad_output.device
-    if m.numel() == 0:
-        return _glue.like(m, device)
-    beyond = limits.beyond_split(op, types.SimpleNamespace(dtype=grad_output.dtype))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, device, *args)
+    m, done = _glue.begin("avg_pool3d_backward", grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    if done is not None:
+        return done
     result = ATEN_BACKWARD(grad_output, self, list(kernel_size), list(stride), list(padding), bool(ceil_mode),
                            bool(count_include_pad), divisor_override)
     return _glue.conform(result, m)

@@ -24,11 +24,10 @@ Empty input returns without a device call.
 from __future__ import annotations
 
 import math
-import types
 
 import torch
 
-from . import _glue, limits
+from . import _glue
 
 _ops = torch.ops.torch_aclnn
 _aten = torch.ops.aten
@@ -37,16 +36,8 @@ ATEN_FORWARD = _aten.elu.default
 ATEN_BACKWARD = _aten.elu_backward.default
 
 
-def _geometry(t: torch.Tensor):
-    return types.SimpleNamespace(dtype=t.dtype, ndim=t.dim())
-
-
 def _finite(v) -> bool:
     return math.isfinite(float(v))
-
-
-def _opmath(dtype):
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def _negcoef(alpha, scale, opmath, device):
@@ -58,22 +49,17 @@ def _elu_formula(self, alpha, scale, input_scale):
     """The spec's elu with aten elementwise operators (x >= 0, +-0 included,
     takes the positive branch; NaN the negative one), computed in float32 for
     half/bfloat16."""
-    opmath = _opmath(self.dtype)
+    opmath = _glue.opmath(self.dtype)
     x = self.to(opmath)
     neg = torch.expm1(x * float(input_scale)) * _negcoef(alpha, scale, opmath, x.device)
     return torch.where(x >= 0, x * float(scale), neg).to(self.dtype)
 
 
 def elu_kernel(self, alpha=1, scale=1, input_scale=1):
-    op = "elu"
-    overload = _ops.elu.default
-    m = _glue.validate(overload, self, alpha, scale, input_scale)
-    if self.numel() == 0:
-        return _glue.like(m, self.device)
-    beyond = limits.beyond_split(op, _geometry(self))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, self.device, self, alpha, scale, input_scale)
-    opmath = _opmath(self.dtype)
+    m, done = _glue.begin("elu", self, alpha, scale, input_scale)
+    if done is not None:
+        return done
+    opmath = _glue.opmath(self.dtype)
     if not (_finite(alpha) and _finite(input_scale) and _finite(scale)
             and bool(_negcoef(alpha, scale, opmath, "cpu").isfinite())):
         return _glue.conform(_elu_formula(self, alpha, scale, input_scale), m)
@@ -81,17 +67,10 @@ def elu_kernel(self, alpha=1, scale=1, input_scale=1):
 
 
 def elu_backward_kernel(grad_output, alpha, scale, input_scale, is_result, self_or_result):
-    op = "elu_backward"
-    overload = _ops.elu_backward.default
-    m = _glue.validate(overload, grad_output, alpha, scale, input_scale, is_result, self_or_result)
-    device = _glue.call_device(grad_output, self_or_result)
-    if grad_output.numel() == 0:
-        return _glue.like(m, device)
-    beyond = limits.beyond_split(op, _geometry(grad_output))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, device, grad_output, alpha, scale, input_scale,
-                              is_result, self_or_result)
-    opmath = _opmath(grad_output.dtype)
+    m, done = _glue.begin("elu_backward", grad_output, alpha, scale, input_scale, is_result, self_or_result)
+    if done is not None:
+        return done
+    opmath, device = _glue.opmath(grad_output.dtype), _glue.call_device(grad_output, self_or_result)
     result = ATEN_BACKWARD(grad_output.to(device, opmath), alpha, scale, input_scale, is_result,
                            self_or_result.to(device, opmath))
     return _glue.conform(result.to(grad_output.dtype), m)

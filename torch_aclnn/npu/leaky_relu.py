@@ -20,25 +20,16 @@ without a device call.
 from __future__ import annotations
 
 import math
-import types
 
 import torch
 
-from . import _glue, limits
+from . import _glue
 
 _ops = torch.ops.torch_aclnn
 _aten = torch.ops.aten
 
 ATEN_FORWARD = _aten.leaky_relu.default
 ATEN_BACKWARD = _aten.leaky_relu_backward.default
-
-
-def _geometry(t: torch.Tensor):
-    return types.SimpleNamespace(dtype=t.dtype, ndim=t.dim())
-
-
-def _opmath(dtype):
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def _select(x, value, negative_slope, dtype):
@@ -48,31 +39,20 @@ def _select(x, value, negative_slope, dtype):
 
 
 def leaky_relu_kernel(self, negative_slope=0.01):
-    op = "leaky_relu"
-    overload = _ops.leaky_relu.default
-    m = _glue.validate(overload, self, negative_slope)
-    if self.numel() == 0:
-        return _glue.like(m, self.device)
-    beyond = limits.beyond_split(op, _geometry(self))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, self.device, self, negative_slope)
-    x = self.to(_opmath(self.dtype))
+    m, done = _glue.begin("leaky_relu", self, negative_slope)
+    if done is not None:
+        return done
+    x = self.to(_glue.opmath(self.dtype))
     if not math.isfinite(float(negative_slope)):
         return _glue.conform(_select(x, x, negative_slope, self.dtype), m)
     return _glue.conform(ATEN_FORWARD(x, negative_slope).to(self.dtype), m)
 
 
 def leaky_relu_backward_kernel(grad_output, self, negative_slope, self_is_result):
-    op = "leaky_relu_backward"
-    overload = _ops.leaky_relu_backward.default
-    m = _glue.validate(overload, grad_output, self, negative_slope, self_is_result)
-    device = _glue.call_device(grad_output, self)
-    if grad_output.numel() == 0:
-        return _glue.like(m, device)
-    beyond = limits.beyond_split(op, _geometry(grad_output))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, device, grad_output, self, negative_slope, self_is_result)
-    opmath = _opmath(grad_output.dtype)
+    m, done = _glue.begin("leaky_relu_backward", grad_output, self, negative_slope, self_is_result)
+    if done is not None:
+        return done
+    opmath, device = _glue.opmath(grad_output.dtype), _glue.call_device(grad_output, self)
     g, x = grad_output.to(device, opmath), self.to(device, opmath)
     if not math.isfinite(float(negative_slope)):
         return _glue.conform(_select(x, g, negative_slope, grad_output.dtype), m)

@@ -29,8 +29,6 @@ lists) goes to the CPU kernels. Empty input returns without a device call.
 """
 from __future__ import annotations
 
-import types
-
 import torch
 
 from ..ops._errors import invalid
@@ -74,7 +72,7 @@ def forward_kernel(self, kernel_size, stride, padding, dilation, ceil_mode):
     device = self.device
     if m_values.numel() == 0:
         return _glue.like(m_values, device), _glue.like(m_indices, device)
-    beyond = limits.beyond_split(op, types.SimpleNamespace(dtype=self.dtype))
+    beyond = limits.beyond_split(op, _glue.geometry_of(self))
     if beyond is not None:
         return _glue.cpu_path(op, beyond, overload, device, *args)
     values, indices = ATEN_FORWARD(self, list(kernel_size), list(stride), list(padding), list(dilation),
@@ -87,13 +85,10 @@ def backward_kernel(grad_output, self, indices, kernel_size, stride, padding, di
     overload = _ops.max_pool3d_with_indices_backward.default
     args = (grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode)
     m = _glue.validate(overload, *args)
-    device = grad_output.device
-    if m.numel() == 0:
-        return _glue.like(m, device)
-    check_windows(op, self, indices, kernel_size, stride, padding, dilation)
-    beyond = limits.beyond_split(op, types.SimpleNamespace(dtype=grad_output.dtype))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, device, *args)
+    check_windows(op, self, indices, kernel_size, stride, padding, dilation)  # returns at once when empty
+    done = _glue.without_device(op, overload, m, grad_output.device, _glue.geometry_of(grad_output), *args)
+    if done is not None:
+        return done
     result = ATEN_BACKWARD(grad_output, self, list(kernel_size), list(stride), list(padding), list(dilation),
                            bool(ceil_mode), indices.to(torch.int64))
     return _glue.conform(result, m)

@@ -25,8 +25,6 @@ dtype list) goes to the CPU kernel. Empty input returns without a device call.
 """
 from __future__ import annotations
 
-import types
-
 import torch
 
 from ..ops._errors import invalid
@@ -45,6 +43,8 @@ def _volume(output_size) -> int:
 
 def check_indices(op: str, indices: torch.Tensor, output_size) -> None:
     """Row 15: every index in [0, oD*oH*oW), else the CPU kernel's IndexError."""
+    if indices.numel() == 0:
+        return
     volume = _volume(output_size)
     where = _glue.first_true((indices < 0) | (indices >= volume))
     if where is None:
@@ -81,14 +81,12 @@ def _has_duplicates(indices, volume) -> bool:
 def forward_kernel(self, indices, output_size, stride, padding):
     op = "max_unpool3d"
     overload = _ops.max_unpool3d.default
-    m = _glue.validate(overload, self, indices, output_size, stride, padding)
-    device = self.device
-    if self.numel() == 0:
-        return _glue.like(m, device)
-    check_indices(op, indices, output_size)
-    beyond = limits.beyond_split(op, types.SimpleNamespace(dtype=self.dtype))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, device, self, indices, output_size, stride, padding)
+    args = (self, indices, output_size, stride, padding)
+    m = _glue.validate(overload, *args)
+    check_indices(op, indices, output_size)  # returns at once when empty
+    done = _glue.without_device(op, overload, m, self.device, _glue.geometry_of(self), *args)
+    if done is not None:
+        return done
     volume = _volume(output_size)
     out = [int(v) for v in output_size]
     if not _has_duplicates(indices, volume):

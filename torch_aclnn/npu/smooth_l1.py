@@ -61,7 +61,7 @@ def loss_kernel(self, target, reduction=MEAN, beta=1.0):
     beyond = limits.beyond_split(op, _geometry(m.dtype, self, target))
     if beyond is not None:
         return _glue.cpu_path(op, beyond, overload, device, self, target, reduction, beta)
-    opmath = _opmath(m.dtype)
+    opmath = _glue.opmath(m.dtype)
     s, t = self.to(device, opmath).expand(shape), target.to(device, opmath).expand(shape)
     return _glue.conform(ATEN_FORWARD(s, t, reduction, beta).to(m.dtype), m)
 
@@ -69,15 +69,14 @@ def loss_kernel(self, target, reduction=MEAN, beta=1.0):
 def backward_kernel(grad_output, self, target, reduction, beta):
     op = "smooth_l1_loss_backward"
     overload = _ops.smooth_l1_loss_backward.default
-    m = _glue.validate(overload, grad_output, self, target, reduction, beta)
+    args = (grad_output, self, target, reduction, beta)
+    m = _glue.validate(overload, *args)
     device = _glue.call_device(grad_output, self, target)
-    if m.numel() == 0:
-        return _glue.like(m, device)
-    beyond = limits.beyond_split(op, _geometry(m.dtype, grad_output, self, target))
-    if beyond is not None:
-        return _glue.cpu_path(op, beyond, overload, device, grad_output, self, target, reduction, beta)
+    done = _glue.without_device(op, overload, m, device, _geometry(m.dtype, grad_output, self, target), *args)
+    if done is not None:
+        return done
     dtype, shape = m.dtype, m.shape
-    opmath = _opmath(dtype)
+    opmath = _glue.opmath(dtype)
     s, t = self.to(device, opmath).expand(shape), target.to(device, opmath).expand(shape)
     g = grad_output.to(device, opmath)
     st_shape = torch.broadcast_shapes(self.shape, target.shape)
@@ -89,10 +88,6 @@ def backward_kernel(grad_output, self, target, reduction, beta):
     if beta == 0:  # d == 0 exactly where self == target and finite (inf - inf is NaN, as on the CPU)
         result = torch.where(s - t == 0, g.expand(shape) * 0, result)
     return _glue.conform(result.to(dtype), m)
-
-
-def _opmath(dtype):
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def _numel(shape) -> int:
