@@ -33,6 +33,7 @@
 #include <ATen/cpu/vec/vec.h>
 #include <torch/library.h>
 
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -85,6 +86,55 @@ Axis<acc_t> make_axis(const Geometry& g, int axis, bool backward) {
     a.weight[fill[t.i1]++] = t.l1;
   }
   return a;
+}
+
+// The W fold of the NCDHW backward, grad_input[k] = sum_{(w, lw) -> k} lw * R[w],
+// as `slots` (the most taps of one k) vector passes over grad_input's row,
+// padded to whole blocks of 2K: pass s adds, in every lane k that has an
+// s-th tap, weight * R[pos] (a gather from R) to the lane's sum, the other
+// lanes kept as they are (a blend). So each k sums its taps in the generic
+// order from +0.0, the same operations on the same values, with no scalar
+// loop and no per-element table walk.
+template <typename acc_t>
+struct WFold {
+  using index_t = at::vec::int_same_size_t<acc_t>;
+  int64_t slots = 0, width = 0;   // width: iW rounded up to 2K lanes
+  std::vector<index_t> pos;       // [slots][width]; 0 where k has no such tap
+  std::vector<acc_t> weight, has;  // has: all bits set where k has the tap
+};
+
+template <typename acc_t>
+WFold<acc_t> make_w_fold(const Axis<acc_t>& a, int64_t in) {
+  constexpr int64_t K2 = 2 * at::vec::Vectorized<acc_t>::size();
+  WFold<acc_t> f;
+  f.slots = a.longest;
+  f.width = (in + K2 - 1) / K2 * K2;
+  f.pos.assign(f.slots * f.width, 0);
+  f.weight.assign(f.slots * f.width, acc_t(0));
+  f.has.assign(f.slots * f.width, acc_t(0));
+  acc_t all_ones;
+  std::memset(&all_ones, 0xFF, sizeof(acc_t));
+  for (int64_t k = 0; k < in; ++k) {
+    for (int64_t m = a.start[k], s = 0; m < a.start[k + 1]; ++m, ++s) {
+      f.pos[s * f.width + k] = static_cast<typename WFold<acc_t>::index_t>(a.pos[m]);
+      f.weight[s * f.width + k] = a.weight[m];
+      f.has[s * f.width + k] = all_ones;
+    }
+  }
+  return f;
+}
+
+// K lanes k .. k + K - 1 of the W fold of R.
+template <typename acc_t>
+C10_ALWAYS_INLINE at::vec::Vectorized<acc_t> w_fold(const WFold<acc_t>& f, const acc_t* R, int64_t k) {
+  using aVec = at::vec::Vectorized<acc_t>;
+  using iVec = at::vec::Vectorized<typename WFold<acc_t>::index_t>;
+  aVec acc(acc_t(0));
+  for (int64_t s = 0, off = k; s < f.slots; ++s, off += f.width) {
+    const aVec x = at::vec::gather<sizeof(acc_t)>(R, iVec::loadu(f.pos.data() + off));
+    acc = aVec::blendv(acc, acc + aVec::loadu(f.weight.data() + off) * x, aVec::loadu(f.has.data() + off));
+  }
+  return acc;
 }
 
 // K opmath lanes of scalar_t (half/bfloat16 widened) and back, rounded once.
@@ -217,6 +267,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Geometry& g, Me
   if (fmt == MemoryFormat::Contiguous) {
     const int64_t sizes[3] = {N * C, iD, iH};
     const int64_t cost = (ad.longest * ah.longest + 1) * oW + aw.longest * iW;
+    const WFold<acc_t> wf = make_w_fold(aw, iW);
     at::parallel_for(0, N * C * iD * iH, grain_for(cost), [&](int64_t b, int64_t e) {
       std::vector<acc_t> R(oW);
       std::vector<const scalar_t*> rows;  // the grad_output rows of (i, j), d-major
@@ -260,10 +311,10 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Geometry& g, Me
           }
           R[w] = acc_d;
         }
-        for (int64_t k = 0; k < iW; ++k) {
-          acc_t acc = 0;
-          for (int64_t m = aw.start[k]; m < aw.start[k + 1]; ++m) acc = acc + aw.weight[m] * R[aw.pos[m]];
-          dst[k] = static_cast<scalar_t>(acc);
+        for (int64_t k = 0; k < iW; k += 2 * K) {
+          const aVec lo = w_fold(wf, R.data(), k), hi = w_fold(wf, R.data(), k + K);
+          if (k + 2 * K <= iW) cpu::store_pair(dst + k, lo, hi);
+          else cpu::store_pair(dst + k, lo, hi, iW - k);
         }
       }
     });
