@@ -33,6 +33,7 @@
 #include <ATen/cpu/vec/vec.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -95,12 +96,17 @@ Axis<acc_t> make_axis(const Geometry& g, int axis, bool backward) {
 // lanes kept as they are (a blend). So each k sums its taps in the generic
 // order from +0.0, the same operations on the same values, with no scalar
 // loop and no per-element table walk.
+// W halved (iW == 2 oW, every k one tap, on k / 2; down-scaling by 2 without
+// align_corners): k = 2m and 2m + 1 are +0.0 + weight * R[m], formed for K
+// consecutive m at once from one load of R and interleaved, no gather.
 template <typename acc_t>
 struct WFold {
   using index_t = at::vec::int_same_size_t<acc_t>;
   int64_t slots = 0, width = 0;   // width: iW rounded up to 2K lanes
   std::vector<index_t> pos;       // [slots][width]; 0 where k has no such tap
   std::vector<acc_t> weight, has;  // has: all bits set where k has the tap
+  bool halved = false;
+  std::vector<acc_t> even, odd;    // halved: the weights of k = 2m and 2m + 1
 };
 
 template <typename acc_t>
@@ -119,6 +125,17 @@ WFold<acc_t> make_w_fold(const Axis<acc_t>& a, int64_t in) {
       f.pos[s * f.width + k] = static_cast<typename WFold<acc_t>::index_t>(a.pos[m]);
       f.weight[s * f.width + k] = a.weight[m];
       f.has[s * f.width + k] = all_ones;
+    }
+  }
+  const int64_t out = in / 2;
+  f.halved = in % 2 == 0 && a.longest == 1;
+  for (int64_t k = 0; k < in && f.halved; ++k) f.halved = a.start[k + 1] - a.start[k] == 1 && a.pos[a.start[k]] == k / 2;
+  if (f.halved) {
+    f.even.resize(out);
+    f.odd.resize(out);
+    for (int64_t m = 0; m < out; ++m) {
+      f.even[m] = a.weight[a.start[2 * m]];
+      f.odd[m] = a.weight[a.start[2 * m + 1]];
     }
   }
   return f;
@@ -148,6 +165,27 @@ C10_ALWAYS_INLINE void store_k(scalar_t* p, const aVec& v) {
     at::vec::convert_from_float<scalar_t>(v, v).store(p, aVec::size());
   } else {
     v.store(p);
+  }
+}
+
+// n <= 2K sums (two opmath vectors) stored as scalar_t, each rounded to the
+// bits of static_cast<scalar_t>(sum): the vector rounding of half/bfloat16
+// is that rounding but for the encoding of a NaN, so a block holding a NaN
+// stores its NaN lanes again one by one.
+template <typename scalar_t, typename aVec>
+C10_ALWAYS_INLINE void store_sums(scalar_t* dst, const aVec& lo, const aVec& hi, int64_t n) {
+  constexpr int64_t K = aVec::size();
+  if (n == 2 * K) cpu::store_pair(dst, lo, hi);
+  else cpu::store_pair(dst, lo, hi, n);
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
+    if (((lo != lo) | (hi != hi)).zero_mask() != (1 << K) - 1) {
+      alignas(64) float sums[2 * K];
+      lo.store(sums);
+      hi.store(sums + K);
+      for (int64_t i = 0; i < n; ++i) {
+        if (sums[i] != sums[i]) dst[i] = static_cast<scalar_t>(sums[i]);
+      }
+    }
   }
 }
 
@@ -311,10 +349,18 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Geometry& g, Me
           }
           R[w] = acc_d;
         }
-        for (int64_t k = 0; k < iW; k += 2 * K) {
+        int64_t k = 0;
+        if (wf.halved) {
+          for (; k + 2 * K <= iW; k += 2 * K) {
+            const aVec x = aVec::loadu(R.data() + k / 2);
+            const auto [lo, hi] = at::vec::interleave2(zero + aVec::loadu(wf.even.data() + k / 2) * x,
+                                                       zero + aVec::loadu(wf.odd.data() + k / 2) * x);
+            store_sums(dst + k, lo, hi, 2 * K);
+          }
+        }
+        for (; k < iW; k += 2 * K) {
           const aVec lo = w_fold(wf, R.data(), k), hi = w_fold(wf, R.data(), k + K);
-          if (k + 2 * K <= iW) cpu::store_pair(dst + k, lo, hi);
-          else cpu::store_pair(dst + k, lo, hi, iW - k);
+          store_sums(dst + k, lo, hi, std::min(2 * K, iW - k));
         }
       }
     });
