@@ -15,12 +15,13 @@
 // Backward: a gather, no atomics. One grad_input row (n, c, i, j) at a time
 // (NCDHW): for every grad_output position w of the row, vectorised over w,
 //   R[w] = sum_{(d, ld) -> i} ld * sum_{(h, lh) -> j} lh * g[d, h, w]
-// and then grad_input[k] = sum_{(w, lw) -> k} lw * R[w]; channels_last_3d per
-// grad_input pixel, vectorised over C, with the same sums nested the same
-// way. Every sum starts from +0.0 and adds its terms in the fixed order above,
-// in opmath (float32 for half/bfloat16), rounded once: the same bits for any
-// thread count, either layout, and the CUDA kernel. The work is split over
-// grad_input's rows (pixels), each written by one thread.
+// and then grad_input[k] = sum_{(w, lw) -> k} lw * R[w], vectorised over k
+// (WFold: a gather of R per tap; W halved, an interleave); channels_last_3d
+// per grad_input pixel, vectorised over C, with the same sums nested the
+// same way. Every sum starts from +0.0 and adds its terms in the fixed order
+// above, in opmath (float32 for half/bfloat16), rounded once: the same bits
+// for any thread count, either layout, and the CUDA kernel. The work is split
+// over grad_input's rows (pixels), each written by one thread.
 #include "common/entry.h"
 #include "common/out.h"
 #include "contracts/upsample_trilinear.h"
