@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -100,9 +101,12 @@ Axis<acc_t> make_axis(const Geometry& g, int axis, bool backward) {
 // W halved (iW == 2 oW, every k one tap, on k / 2; down-scaling by 2 without
 // align_corners): k = 2m and 2m + 1 are +0.0 + weight * R[m], formed for K
 // consecutive m at once from one load of R and interleaved, no gather.
+// A grad_output row too long for the gather's lane indices (2^31 float32
+// elements) keeps the scalar fold (`scalar`).
 template <typename acc_t>
 struct WFold {
   using index_t = at::vec::int_same_size_t<acc_t>;
+  bool scalar = false;
   int64_t slots = 0, width = 0;   // width: iW rounded up to 2K lanes
   std::vector<index_t> pos;       // [slots][width]; 0 where k has no such tap
   std::vector<acc_t> weight, has;  // has: all bits set where k has the tap
@@ -111,9 +115,11 @@ struct WFold {
 };
 
 template <typename acc_t>
-WFold<acc_t> make_w_fold(const Axis<acc_t>& a, int64_t in) {
+WFold<acc_t> make_w_fold(const Axis<acc_t>& a, int64_t in, int64_t out) {
   constexpr int64_t K2 = 2 * at::vec::Vectorized<acc_t>::size();
   WFold<acc_t> f;
+  f.scalar = out > std::numeric_limits<typename WFold<acc_t>::index_t>::max();
+  if (f.scalar) return f;
   f.slots = a.longest;
   f.width = (in + K2 - 1) / K2 * K2;
   f.pos.assign(f.slots * f.width, 0);
@@ -128,9 +134,10 @@ WFold<acc_t> make_w_fold(const Axis<acc_t>& a, int64_t in) {
       f.has[s * f.width + k] = all_ones;
     }
   }
-  const int64_t out = in / 2;
-  f.halved = in % 2 == 0 && a.longest == 1;
-  for (int64_t k = 0; k < in && f.halved; ++k) f.halved = a.start[k + 1] - a.start[k] == 1 && a.pos[a.start[k]] == k / 2;
+  f.halved = in == 2 * out && a.longest == 1;
+  for (int64_t k = 0; k < in && f.halved; ++k) {
+    f.halved = a.start[k + 1] - a.start[k] == 1 && a.pos[a.start[k]] == k / 2;
+  }
   if (f.halved) {
     f.even.resize(out);
     f.odd.resize(out);
@@ -306,7 +313,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Geometry& g, Me
   if (fmt == MemoryFormat::Contiguous) {
     const int64_t sizes[3] = {N * C, iD, iH};
     const int64_t cost = (ad.longest * ah.longest + 1) * oW + aw.longest * iW;
-    const WFold<acc_t> wf = make_w_fold(aw, iW);
+    const WFold<acc_t> wf = make_w_fold(aw, iW, oW);
     at::parallel_for(0, N * C * iD * iH, grain_for(cost), [&](int64_t b, int64_t e) {
       std::vector<acc_t> R(oW);
       std::vector<const scalar_t*> rows;  // the grad_output rows of (i, j), d-major
@@ -349,6 +356,14 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Geometry& g, Me
             acc_d = acc_d + wd[a] * acc_h;
           }
           R[w] = acc_d;
+        }
+        if (wf.scalar) {
+          for (int64_t k = 0; k < iW; ++k) {
+            acc_t acc = 0;
+            for (int64_t m = aw.start[k]; m < aw.start[k + 1]; ++m) acc = acc + aw.weight[m] * R[aw.pos[m]];
+            dst[k] = static_cast<scalar_t>(acc);
+          }
+          continue;
         }
         int64_t k = 0;
         if (wf.halved) {
