@@ -15,12 +15,13 @@
 // Backward: a gather, no atomics. One grad_input row (n, c, i, j) at a time
 // (NCDHW): for every grad_output position w of the row, vectorised over w,
 //   R[w] = sum_{(d, ld) -> i} ld * sum_{(h, lh) -> j} lh * g[d, h, w]
-// and then grad_input[k] = sum_{(w, lw) -> k} lw * R[w]; channels_last_3d per
-// grad_input pixel, vectorised over C, with the same sums nested the same
-// way. Every sum starts from +0.0 and adds its terms in the fixed order above,
-// in opmath (float32 for half/bfloat16), rounded once: the same bits for any
-// thread count, either layout, and the CUDA kernel. The work is split over
-// grad_input's rows (pixels), each written by one thread.
+// and then grad_input[k] = sum_{(w, lw) -> k} lw * R[w], vectorised over k
+// (WFold: a gather of R per tap; W halved, an interleave); channels_last_3d
+// per grad_input pixel, vectorised over C, with the same sums nested the
+// same way. Every sum starts from +0.0 and adds its terms in the fixed order
+// above, in opmath (float32 for half/bfloat16), rounded once: the same bits
+// for any thread count, either layout, and the CUDA kernel. The work is split
+// over grad_input's rows (pixels), each written by one thread.
 #include "common/entry.h"
 #include "common/out.h"
 #include "contracts/upsample_trilinear.h"
@@ -33,6 +34,9 @@
 #include <ATen/cpu/vec/vec.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -87,6 +91,77 @@ Axis<acc_t> make_axis(const Geometry& g, int axis, bool backward) {
   return a;
 }
 
+// The W fold of the NCDHW backward, grad_input[k] = sum_{(w, lw) -> k} lw * R[w],
+// as `slots` (the most taps of one k) vector passes over grad_input's row,
+// padded to whole blocks of 2K: pass s adds, in every lane k that has an
+// s-th tap, weight * R[pos] (a gather from R) to the lane's sum, the other
+// lanes kept as they are (a blend). So each k sums its taps in the generic
+// order from +0.0, the same operations on the same values, with no scalar
+// loop and no per-element table walk.
+// W halved (iW == 2 oW, every k one tap, on k / 2; down-scaling by 2 without
+// align_corners): k = 2m and 2m + 1 are +0.0 + weight * R[m], formed for K
+// consecutive m at once from one load of R and interleaved, no gather.
+// A grad_output row too long for the gather's lane indices (2^31 float32
+// elements) keeps the scalar fold (`scalar`).
+template <typename acc_t>
+struct WFold {
+  using index_t = at::vec::int_same_size_t<acc_t>;
+  bool scalar = false;
+  int64_t slots = 0, width = 0;   // width: iW rounded up to 2K lanes
+  std::vector<index_t> pos;       // [slots][width]; 0 where k has no such tap
+  std::vector<acc_t> weight, has;  // has: all bits set where k has the tap
+  bool halved = false;
+  std::vector<acc_t> even, odd;    // halved: the weights of k = 2m and 2m + 1
+};
+
+template <typename acc_t>
+WFold<acc_t> make_w_fold(const Axis<acc_t>& a, int64_t in, int64_t out) {
+  constexpr int64_t K2 = 2 * at::vec::Vectorized<acc_t>::size();
+  WFold<acc_t> f;
+  f.scalar = out > std::numeric_limits<typename WFold<acc_t>::index_t>::max();
+  if (f.scalar) return f;
+  f.slots = a.longest;
+  f.width = (in + K2 - 1) / K2 * K2;
+  f.pos.assign(f.slots * f.width, 0);
+  f.weight.assign(f.slots * f.width, acc_t(0));
+  f.has.assign(f.slots * f.width, acc_t(0));
+  acc_t all_ones;
+  std::memset(&all_ones, 0xFF, sizeof(acc_t));
+  for (int64_t k = 0; k < in; ++k) {
+    for (int64_t m = a.start[k], s = 0; m < a.start[k + 1]; ++m, ++s) {
+      f.pos[s * f.width + k] = static_cast<typename WFold<acc_t>::index_t>(a.pos[m]);
+      f.weight[s * f.width + k] = a.weight[m];
+      f.has[s * f.width + k] = all_ones;
+    }
+  }
+  f.halved = in == 2 * out && a.longest == 1;
+  for (int64_t k = 0; k < in && f.halved; ++k) {
+    f.halved = a.start[k + 1] - a.start[k] == 1 && a.pos[a.start[k]] == k / 2;
+  }
+  if (f.halved) {
+    f.even.resize(out);
+    f.odd.resize(out);
+    for (int64_t m = 0; m < out; ++m) {
+      f.even[m] = a.weight[a.start[2 * m]];
+      f.odd[m] = a.weight[a.start[2 * m + 1]];
+    }
+  }
+  return f;
+}
+
+// K lanes k .. k + K - 1 of the W fold of R.
+template <typename acc_t>
+C10_ALWAYS_INLINE at::vec::Vectorized<acc_t> w_fold(const WFold<acc_t>& f, const acc_t* R, int64_t k) {
+  using aVec = at::vec::Vectorized<acc_t>;
+  using iVec = at::vec::Vectorized<typename WFold<acc_t>::index_t>;
+  aVec acc(acc_t(0));
+  for (int64_t s = 0, off = k; s < f.slots; ++s, off += f.width) {
+    const aVec x = at::vec::gather<sizeof(acc_t)>(R, iVec::loadu(f.pos.data() + off));
+    acc = aVec::blendv(acc, acc + aVec::loadu(f.weight.data() + off) * x, aVec::loadu(f.has.data() + off));
+  }
+  return acc;
+}
+
 // K opmath lanes of scalar_t (half/bfloat16 widened) and back, rounded once.
 template <typename scalar_t>
 C10_ALWAYS_INLINE auto load_k(const scalar_t* p) {
@@ -98,6 +173,27 @@ C10_ALWAYS_INLINE void store_k(scalar_t* p, const aVec& v) {
     at::vec::convert_from_float<scalar_t>(v, v).store(p, aVec::size());
   } else {
     v.store(p);
+  }
+}
+
+// n <= 2K sums (two opmath vectors) stored as scalar_t, each rounded to the
+// bits of static_cast<scalar_t>(sum): the vector rounding of half/bfloat16
+// is that rounding but for the encoding of a NaN, so a block holding a NaN
+// stores its NaN lanes again one by one.
+template <typename scalar_t, typename aVec>
+C10_ALWAYS_INLINE void store_sums(scalar_t* dst, const aVec& lo, const aVec& hi, int64_t n) {
+  constexpr int64_t K = aVec::size();
+  if (n == 2 * K) cpu::store_pair(dst, lo, hi);
+  else cpu::store_pair(dst, lo, hi, n);
+  if constexpr (at::vec::is_reduced_floating_point_v<scalar_t>) {
+    if (((lo != lo) | (hi != hi)).zero_mask() != (1 << K) - 1) {
+      alignas(64) float sums[2 * K];
+      lo.store(sums);
+      hi.store(sums + K);
+      for (int64_t i = 0; i < n; ++i) {
+        if (sums[i] != sums[i]) dst[i] = static_cast<scalar_t>(sums[i]);
+      }
+    }
   }
 }
 
@@ -217,6 +313,7 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Geometry& g, Me
   if (fmt == MemoryFormat::Contiguous) {
     const int64_t sizes[3] = {N * C, iD, iH};
     const int64_t cost = (ad.longest * ah.longest + 1) * oW + aw.longest * iW;
+    const WFold<acc_t> wf = make_w_fold(aw, iW, oW);
     at::parallel_for(0, N * C * iD * iH, grain_for(cost), [&](int64_t b, int64_t e) {
       std::vector<acc_t> R(oW);
       std::vector<const scalar_t*> rows;  // the grad_output rows of (i, j), d-major
@@ -260,10 +357,26 @@ void backward_kernel(const at::Tensor& go, at::Tensor& gi, const Geometry& g, Me
           }
           R[w] = acc_d;
         }
-        for (int64_t k = 0; k < iW; ++k) {
-          acc_t acc = 0;
-          for (int64_t m = aw.start[k]; m < aw.start[k + 1]; ++m) acc = acc + aw.weight[m] * R[aw.pos[m]];
-          dst[k] = static_cast<scalar_t>(acc);
+        if (wf.scalar) {
+          for (int64_t k = 0; k < iW; ++k) {
+            acc_t acc = 0;
+            for (int64_t m = aw.start[k]; m < aw.start[k + 1]; ++m) acc = acc + aw.weight[m] * R[aw.pos[m]];
+            dst[k] = static_cast<scalar_t>(acc);
+          }
+          continue;
+        }
+        int64_t k = 0;
+        if (wf.halved) {
+          for (; k + 2 * K <= iW; k += 2 * K) {
+            const aVec x = aVec::loadu(R.data() + k / 2);
+            const auto [lo, hi] = at::vec::interleave2(zero + aVec::loadu(wf.even.data() + k / 2) * x,
+                                                       zero + aVec::loadu(wf.odd.data() + k / 2) * x);
+            store_sums(dst + k, lo, hi, 2 * K);
+          }
+        }
+        for (; k < iW; k += 2 * K) {
+          const aVec lo = w_fold(wf, R.data(), k), hi = w_fold(wf, R.data(), k + K);
+          store_sums(dst + k, lo, hi, std::min(2 * K, iW - k));
         }
       }
     });
