@@ -6,8 +6,12 @@ VENV    ?= .venv
 VPY     := $(VENV)/bin/python
 PIP     := $(VPY) -m pip
 TORCH   ?= torch==2.13.0
-STAMP   := $(VENV)/.deps-installed
+# (the stamp is renamed when the list of packages grows, so an older venv gets them)
+STAMP   := $(VENV)/.deps-installed-2
 PYTEST_ARGS ?=
+# pytest-xdist workers for make test / test-fast (each test is independent; most are
+# single-threaded Python, so two workers keep both cores of a small machine busy).
+TEST_JOBS ?= 2
 BENCH_ARGS ?=
 # The CUDA build check: its own venv with a CUDA build of torch (kept between
 # runs) and its own build dir (build-cuda/).
@@ -26,7 +30,7 @@ all: test
 $(STAMP):
 	test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip setuptools wheel
-	$(PIP) install -q "$(TORCH)" numpy pytest hypothesis expecttest ninja
+	$(PIP) install -q "$(TORCH)" numpy pytest pytest-xdist hypothesis expecttest ninja
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -58,10 +62,10 @@ build-cuda:
 # The whole suite, slow-marked tests included (they fit in CI's time), after
 # the CUDA build check.
 test: build build-cuda
-	$(VPY) -m pytest -q $(PYTEST_ARGS)
+	$(VPY) -m pytest -q -n $(TEST_JOBS) $(PYTEST_ARGS)
 
 test-fast: build
-	$(VPY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(VPY) -m pytest -q -n $(TEST_JOBS) -m "not slow" $(PYTEST_ARGS)
 
 # Property-based tests with many more examples than make test's "ci" profile.
 fuzz: build
