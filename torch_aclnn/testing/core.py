@@ -51,6 +51,20 @@ def assert_same_step(eager_loss: torch.Tensor, compiled_loss: torch.Tensor, eage
         torch.testing.assert_close(pc.grad, pe.grad)
 
 
+def assert_compiled_steps(make: Callable[[], torch.nn.Module], loss_fn: Callable, steps: Iterable[tuple]) -> None:
+    """A training step compiled with fullgraph and dynamic shapes (backward
+    through AOTAutograd) against eager: ``loss_fn(model, *args)`` for each
+    ``args`` of ``steps``, on two models ``make()`` builds alike, gives the
+    same loss and gradients (:func:`assert_same_step`); the gradients are
+    cleared after each step."""
+    eager_model, compiled_model = make(), make()
+    compiled = torch.compile(loss_fn, fullgraph=True, dynamic=True, backend="aot_eager")
+    for args in steps:
+        assert_same_step(loss_fn(eager_model, *args), compiled(compiled_model, *args), eager_model, compiled_model)
+        eager_model.zero_grad(set_to_none=True)
+        compiled_model.zero_grad(set_to_none=True)
+
+
 def results(x) -> tuple:
     """An operator's results as a tuple: (x,) for one tensor, x itself for
     several (max_pool3d_with_indices: values, indices)."""
