@@ -204,3 +204,11 @@ class OpInfo:
 
     def errors(self, device="cpu") -> Iterator[ErrorInput]:
         yield from self.error_inputs(device)
+
+
+def with_backward(forward: OpInfo, **backward: Any) -> list:
+    """``forward`` and the OpInfo of its gradient: ``<name>_backward``, of the
+    same family and dtypes, with the out= overload ``grad_input``;
+    ``backward`` gives its other fields."""
+    return [forward, OpInfo(name=f"{forward.name}_backward", family=forward.family, dtypes=forward.dtypes,
+                            out_overload="grad_input", **backward)]
