@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import torch_aclnn as ta
 from torch_aclnn.testing import FLOATING, make_layout
-from torch_aclnn.testing.core import assert_same_step
+from torch_aclnn.testing.core import assert_compiled_steps
 from torch_aclnn.testing.elu import SELU, ulp_distance, ulp_table
 
 ops = torch.ops.torch_aclnn
@@ -467,14 +467,7 @@ def test_compiled_training_step():
         h = ta.celu(ta.selu(model[1](h)), 0.5)
         return model[2](h).pow(2).mean()
 
-    eager_model, compiled_model = make(), make()
-    compiled = torch.compile(loss_fn, fullgraph=True, dynamic=True, backend="aot_eager")
-    for batch, alpha in ((5, 0.7), (9, 1.3)):
-        x = torch.randn(batch, 8)
-        assert_same_step(loss_fn(eager_model, x, alpha), compiled(compiled_model, x, alpha), eager_model,
-                         compiled_model)
-        eager_model.zero_grad(set_to_none=True)
-        compiled_model.zero_grad(set_to_none=True)
+    assert_compiled_steps(make, loss_fn, ((torch.randn(batch, 8), alpha) for batch, alpha in ((5, 0.7), (9, 1.3))))
 
 
 def test_compiled_double_backward():

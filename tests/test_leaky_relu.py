@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import torch_aclnn as ta
 from torch_aclnn.testing import FLOATING, make_layout
-from torch_aclnn.testing.core import assert_same_step
+from torch_aclnn.testing.core import assert_compiled_steps
 
 ops = torch.ops.torch_aclnn
 _INT = {2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -214,14 +214,7 @@ def test_compiled_training_step():
     def loss_fn(model, x, slope):
         return model[1](ta.leaky_relu(model[0](x), slope)).pow(2).mean()
 
-    eager_model, compiled_model = make(), make()
-    compiled = torch.compile(loss_fn, fullgraph=True, dynamic=True, backend="aot_eager")
-    for batch, slope in ((5, 0.01), (9, 0.2)):
-        x = torch.randn(batch, 8)
-        assert_same_step(loss_fn(eager_model, x, slope), compiled(compiled_model, x, slope), eager_model,
-                         compiled_model)
-        eager_model.zero_grad(set_to_none=True)
-        compiled_model.zero_grad(set_to_none=True)
+    assert_compiled_steps(make, loss_fn, ((torch.randn(batch, 8), slope) for batch, slope in ((5, 0.01), (9, 0.2))))
 
 
 @pytest.mark.parametrize("shape", [(3,), (0, 4), (2, 3, 4, 5, 6, 7, 2, 2)])

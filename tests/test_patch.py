@@ -12,15 +12,7 @@ from torch.overrides import TorchFunctionMode
 
 import torch_aclnn
 from torch_aclnn.testing import node_name
-
-
-
-@pytest.fixture(autouse=True)
-def _clean():
-    assert not torch_aclnn.is_patched()
-    yield
-    torch_aclnn.unpatch()
-    assert not torch_aclnn.is_patched()
+from patching import _clean  # noqa: F401  (an autouse fixture)
 
 
 def _graph_ops(t):

@@ -15,19 +15,13 @@ import torch.nn.functional as F
 
 import torch_aclnn
 from torch_aclnn.testing import make_layout
+from patching import _clean  # noqa: F401  (an autouse fixture)
+from patching import raises_torchs_error
 
 pytestmark = pytest.mark.skipif(not torch_aclnn._patch.ROUTED_OPERATORS,
                                 reason="patch(level='dispatcher') needs torch >= 2.9 (test_patch.py checks its error)")
 
 LAYOUTS = ("contiguous", "permuted", "channels_last_3d")  # (torch_aclnn.testing.make_layout's)
-
-
-@pytest.fixture(autouse=True)
-def _clean():
-    assert not torch_aclnn.is_patched()
-    yield
-    torch_aclnn.unpatch()
-    assert not torch_aclnn.is_patched()
 
 
 def _x(shape=(2, 3, 4, 4, 6), layout="contiguous", dtype=torch.float64):
@@ -359,12 +353,8 @@ def test_bad_unpool_index_is_torchs_error():
     p, i = _unpool(_x())
     i = i.clone()
     i.view(-1)[5] = 10 ** 6
-    with pytest.raises(RuntimeError) as want:
-        F.max_unpool3d(p, i, 2)
-    with torch_aclnn.patched(level="dispatcher") as stats:
-        with pytest.raises(RuntimeError) as got:
-            F.max_unpool3d(p, i, 2)
-    assert str(got.value) == str(want.value) and stats.passed == {"aten::max_unpool3d": 1}
+    stats = raises_torchs_error(lambda: F.max_unpool3d(p, i, 2), "dispatcher")
+    assert stats.passed == {"aten::max_unpool3d": 1}
 
 
 def test_compiled_and_deterministic_at_both_levels():

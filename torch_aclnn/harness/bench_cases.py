@@ -244,29 +244,42 @@ def _exp_floor(x):
 
 
 def _elu_cases():
-    cases = []
     alpha = scale = input_scale = 1.0
+    return _activation_cases("elu", "alpha=1", (alpha, scale, input_scale), (alpha,), "is_result=False",
+                             lambda go, x: (go, alpha, scale, input_scale, False, x), compute=_exp_floor)
+
+
+def _activation_cases(op, name, params, aten_params, backward_name, backward_args, exact=False, compute=None):
+    """An elementwise activation ``op`` and its backward (functional and
+    out=) on ELEMENTWISE_NUMEL elements, float32 and bfloat16: ours is
+    ``op(x, *params)``, aten's ``F.<op>(x, *aten_params)``; both backwards
+    take ``backward_args(grad_output, x)``. ``exact``: results bitwise
+    aten's; ``compute``: the backward's compute floor, given x."""
+    cases = []
+    backward = f"{op}_backward"
+    ours, theirs = getattr(_ours, op), getattr(F, op)
+    ours_backward, aten_backward = getattr(_ours, backward), getattr(_aten, backward)
     for dtype in (torch.float32, torch.bfloat16):
         def fwd(size, dtype=dtype):
             x = _randn(ELEMENTWISE_NUMEL[size], dtype)
-            return Setup(lambda: _ours.elu(x, alpha, scale, input_scale), lambda: F.elu(x, alpha), [x])
-        cases.append(Case("elu", "alpha=1", dtype, "functional", fwd, aten_name="F.elu", target_ratio=1.0))
+            return Setup(lambda: ours(x, *params), lambda: theirs(x, *aten_params), [x], exact=exact)
+        cases.append(Case(op, name, dtype, "functional", fwd, aten_name=f"F.{op}", target_ratio=1.0))
         for out_form in (False, True):
             def bwd(size, dtype=dtype, out_form=out_form):
                 go = _randn(ELEMENTWISE_NUMEL[size], dtype)
                 x = _randn(ELEMENTWISE_NUMEL[size], dtype)
-                args = (go, alpha, scale, input_scale, False, x)
+                args = backward_args(go, x)
+                floor = compute(x) if compute else None
                 if not out_form:
-                    return Setup(lambda: _ours.elu_backward(*args), lambda: _aten.elu_backward(*args), [go, x],
-                                 compute=_exp_floor(x))
+                    return Setup(lambda: ours_backward(*args), lambda: aten_backward(*args), [go, x], exact=exact,
+                                 compute=floor)
                 o1, o2 = torch.empty_like(go), torch.empty_like(go)
-                return Setup(lambda: (_ours.elu_backward.grad_input(*args, grad_input=o1), o1)[1],
-                             lambda: _aten.elu_backward.grad_input(*args, grad_input=o2), [go, x],
-                             compute=_exp_floor(x))
-            cases.append(Case("elu_backward", "is_result=False", dtype,
-                              "out=" if out_form else "functional", bwd,
+                return Setup(lambda: (ours_backward.grad_input(*args, grad_input=o1), o1)[1],
+                             lambda: aten_backward.grad_input(*args, grad_input=o2), [go, x], exact=exact,
+                             compute=floor)
+            cases.append(Case(backward, backward_name, dtype, "out=" if out_form else "functional", bwd,
                               overload="grad_input" if out_form else "default",
-                              aten_name="aten.elu_backward" + (".grad_input" if out_form else ""),
+                              aten_name=f"aten.{backward}" + (".grad_input" if out_form else ""),
                               target_ratio=1.0, target_pct=85.0 if out_form else None))
     return cases
 
@@ -503,31 +516,9 @@ def _adaptive_cases():
 # leaky_relu (docs/spec.md §11): memory-bound (one multiply a element), so no compute floor.
 
 def _leaky_relu_cases():
-    cases = []
     slope = 0.01
-    for dtype in (torch.float32, torch.bfloat16):
-        def fwd(size, dtype=dtype):
-            x = _randn(ELEMENTWISE_NUMEL[size], dtype)
-            return Setup(lambda: _ours.leaky_relu(x, slope), lambda: F.leaky_relu(x, slope), [x], exact=True)
-        cases.append(Case("leaky_relu", "slope=0.01", dtype, "functional", fwd, aten_name="F.leaky_relu",
-                          target_ratio=1.0))
-        for out_form in (False, True):
-            def bwd(size, dtype=dtype, out_form=out_form):
-                go = _randn(ELEMENTWISE_NUMEL[size], dtype)
-                x = _randn(ELEMENTWISE_NUMEL[size], dtype)
-                args = (go, x, slope, False)
-                if not out_form:
-                    return Setup(lambda: _ours.leaky_relu_backward(*args), lambda: _aten.leaky_relu_backward(*args),
-                                 [go, x], exact=True)
-                o1, o2 = torch.empty_like(go), torch.empty_like(go)
-                return Setup(lambda: (_ours.leaky_relu_backward.grad_input(*args, grad_input=o1), o1)[1],
-                             lambda: _aten.leaky_relu_backward.grad_input(*args, grad_input=o2), [go, x], exact=True)
-            cases.append(Case("leaky_relu_backward", "self_is_result=False", dtype,
-                              "out=" if out_form else "functional", bwd,
-                              overload="grad_input" if out_form else "default",
-                              aten_name="aten.leaky_relu_backward" + (".grad_input" if out_form else ""),
-                              target_ratio=1.0, target_pct=85.0 if out_form else None))
-    return cases
+    return _activation_cases("leaky_relu", "slope=0.01", (slope,), (slope,), "self_is_result=False",
+                             lambda go, x: (go, x, slope, False), exact=True)
 
 
 def targets(case: Case, device: str) -> tuple:

@@ -52,6 +52,16 @@ def register(name: str, fn: Callable) -> None:
     KERNELS[name] = fn
 
 
+def register_with_backward(forward: str, forward_kernel: Callable, backward_kernel: Callable) -> None:
+    """Registers the kernels of ``torch_aclnn::<forward>``, of its gradient
+    ``<forward>_backward`` and of the gradient's out= overload ``grad_input``
+    (:func:`out_variant` of the gradient's kernel)."""
+    backward = f"{forward}_backward"
+    register(forward, forward_kernel)
+    register(backward, backward_kernel)
+    register(f"{backward}.grad_input", out_variant(backward_kernel, getattr(_OPS, backward).grad_input))
+
+
 def meta(x):
     """A meta tensor with x's sizes, strides and dtype (non-tensors as they are)."""
     if isinstance(x, torch.Tensor):

@@ -29,7 +29,6 @@ import torch
 
 from . import _glue
 
-_ops = torch.ops.torch_aclnn
 ATEN_FORWARD = torch.ops.aten._adaptive_avg_pool3d.default
 ATEN_BACKWARD = torch.ops.aten._adaptive_avg_pool3d_backward.default
 
@@ -48,7 +47,4 @@ def backward_kernel(grad_output, self):
     return _glue.conform(ATEN_BACKWARD(grad_output, self), m)
 
 
-_glue.register("adaptive_avg_pool3d", forward_kernel)
-_glue.register("adaptive_avg_pool3d_backward", backward_kernel)
-_glue.register("adaptive_avg_pool3d_backward.grad_input",
-               _glue.out_variant(backward_kernel, _ops.adaptive_avg_pool3d_backward.grad_input))
+_glue.register_with_backward("adaptive_avg_pool3d", forward_kernel, backward_kernel)

@@ -22,7 +22,6 @@ import torch
 
 from . import _glue
 
-_ops = torch.ops.torch_aclnn
 ATEN_FORWARD = torch.ops.aten.avg_pool3d.default
 ATEN_BACKWARD = torch.ops.aten.avg_pool3d_backward.default
 
@@ -47,7 +46,4 @@ def backward_kernel(grad_output, self, kernel_size, stride, padding, ceil_mode, 
     return _glue.conform(result, m)
 
 
-_glue.register("avg_pool3d", forward_kernel)
-_glue.register("avg_pool3d_backward", backward_kernel)
-_glue.register("avg_pool3d_backward.grad_input",
-               _glue.out_variant(backward_kernel, _ops.avg_pool3d_backward.grad_input))
+_glue.register_with_backward("avg_pool3d", forward_kernel, backward_kernel)

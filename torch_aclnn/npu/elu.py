@@ -29,7 +29,6 @@ import torch
 
 from . import _glue
 
-_ops = torch.ops.torch_aclnn
 _aten = torch.ops.aten
 
 ATEN_FORWARD = _aten.elu.default
@@ -76,6 +75,4 @@ def elu_backward_kernel(grad_output, alpha, scale, input_scale, is_result, self_
     return _glue.conform(result.to(grad_output.dtype), m)
 
 
-_glue.register("elu", elu_kernel)
-_glue.register("elu_backward", elu_backward_kernel)
-_glue.register("elu_backward.grad_input", _glue.out_variant(elu_backward_kernel, _ops.elu_backward.grad_input))
+_glue.register_with_backward("elu", elu_kernel, elu_backward_kernel)

@@ -25,7 +25,6 @@ import torch
 
 from . import _glue
 
-_ops = torch.ops.torch_aclnn
 _aten = torch.ops.aten
 
 ATEN_FORWARD = _aten.leaky_relu.default
@@ -60,7 +59,4 @@ def leaky_relu_backward_kernel(grad_output, self, negative_slope, self_is_result
     return _glue.conform(result.to(grad_output.dtype), m)
 
 
-_glue.register("leaky_relu", leaky_relu_kernel)
-_glue.register("leaky_relu_backward", leaky_relu_backward_kernel)
-_glue.register("leaky_relu_backward.grad_input",
-               _glue.out_variant(leaky_relu_backward_kernel, _ops.leaky_relu_backward.grad_input))
+_glue.register_with_backward("leaky_relu", leaky_relu_kernel, leaky_relu_backward_kernel)

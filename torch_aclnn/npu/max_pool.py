@@ -94,7 +94,4 @@ def backward_kernel(grad_output, self, indices, kernel_size, stride, padding, di
     return _glue.conform(result, m)
 
 
-_glue.register("max_pool3d_with_indices", forward_kernel)
-_glue.register("max_pool3d_with_indices_backward", backward_kernel)
-_glue.register("max_pool3d_with_indices_backward.grad_input",
-               _glue.out_variant(backward_kernel, _ops.max_pool3d_with_indices_backward.grad_input))
+_glue.register_with_backward("max_pool3d_with_indices", forward_kernel, backward_kernel)

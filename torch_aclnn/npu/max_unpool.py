@@ -110,7 +110,4 @@ def backward_kernel(grad_output, self, indices, output_size, stride, padding):
     return _glue.conform(result.reshape(m.shape), m)
 
 
-_glue.register("max_unpool3d", forward_kernel)
-_glue.register("max_unpool3d_backward", backward_kernel)
-_glue.register("max_unpool3d_backward.grad_input",
-               _glue.out_variant(backward_kernel, _ops.max_unpool3d_backward.grad_input))
+_glue.register_with_backward("max_unpool3d", forward_kernel, backward_kernel)

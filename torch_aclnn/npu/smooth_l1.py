@@ -97,7 +97,4 @@ def _numel(shape) -> int:
     return n
 
 
-_glue.register("smooth_l1_loss", loss_kernel)
-_glue.register("smooth_l1_loss_backward", backward_kernel)
-_glue.register("smooth_l1_loss_backward.grad_input",
-               _glue.out_variant(backward_kernel, _ops.smooth_l1_loss_backward.grad_input))
+_glue.register_with_backward("smooth_l1_loss", loss_kernel, backward_kernel)

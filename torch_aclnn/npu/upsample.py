@@ -123,9 +123,4 @@ def _backward_kernel(mode):
 
 
 for _mode in (NEAREST, EXACT):
-    _fwd, _bwd = _NAMES[_mode]
-    _glue.register(_fwd, _forward_kernel(_mode))
-    _bwd_kernel = _backward_kernel(_mode)
-    _glue.register(_bwd, _bwd_kernel)
-    _glue.register(f"{_bwd}.grad_input",
-                   _glue.out_variant(_bwd_kernel, getattr(_ops, _bwd).grad_input))
+    _glue.register_with_backward(_NAMES[_mode][0], _forward_kernel(_mode), _backward_kernel(_mode))

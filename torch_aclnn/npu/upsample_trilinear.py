@@ -86,6 +86,4 @@ def _backward(grad_output, output_size, input_size, align_corners, scales_d=None
 
 _forward.__name__ = "upsample_trilinear3d_npu"
 _backward.__name__ = "upsample_trilinear3d_backward_npu"
-_glue.register(FORWARD, _forward)
-_glue.register(BACKWARD, _backward)
-_glue.register(f"{BACKWARD}.grad_input", _glue.out_variant(_backward, _ops.upsample_trilinear3d_backward.grad_input))
+_glue.register_with_backward(FORWARD, _forward, _backward)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_tensor
+from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_tensor, with_backward
 
 DTYPES = FLOATING
 
@@ -166,11 +166,9 @@ def _forward_errors(device):
              "row 8: result bytes overflow")
 
 
-OP_INFOS = [
+OP_INFOS = with_backward(
     OpInfo(name="adaptive_avg_pool3d", family="adaptive_avg_pool", dtypes=DTYPES, sample_inputs=_forward_samples,
            reference=reference_forward, error_inputs=_forward_errors,
            aten=torch.ops.aten._adaptive_avg_pool3d.default),
-    OpInfo(name="adaptive_avg_pool3d_backward", family="adaptive_avg_pool", dtypes=DTYPES,
-           sample_inputs=_backward_samples, reference=reference_backward, error_inputs=_backward_errors,
-           aten=torch.ops.aten._adaptive_avg_pool3d_backward.default, out_overload="grad_input"),
-]
+    sample_inputs=_backward_samples, reference=reference_backward, error_inputs=_backward_errors,
+    aten=torch.ops.aten._adaptive_avg_pool3d_backward.default)

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .core import ErrorInput, OpInfo, SampleInput, make_layout, make_tensor
+from .core import ErrorInput, OpInfo, SampleInput, make_layout, make_tensor, with_backward
 from .max_pool import DTYPES, _layouts, _triple
 
 
@@ -224,10 +224,8 @@ def _forward_errors(device):
              "row 9: kernel larger than self, padding making room")
 
 
-OP_INFOS = [
+OP_INFOS = with_backward(
     OpInfo(name="avg_pool3d", family="avg_pool", dtypes=DTYPES, sample_inputs=_forward_samples,
            reference=reference_forward, error_inputs=_forward_errors, aten=torch.ops.aten.avg_pool3d.default),
-    OpInfo(name="avg_pool3d_backward", family="avg_pool", dtypes=DTYPES, sample_inputs=_backward_samples,
-           reference=reference_backward, error_inputs=_backward_errors,
-           aten=torch.ops.aten.avg_pool3d_backward.default, out_overload="grad_input"),
-]
+    sample_inputs=_backward_samples, reference=reference_backward, error_inputs=_backward_errors,
+    aten=torch.ops.aten.avg_pool3d_backward.default)

@@ -51,6 +51,20 @@ def assert_same_step(eager_loss: torch.Tensor, compiled_loss: torch.Tensor, eage
         torch.testing.assert_close(pc.grad, pe.grad)
 
 
+def assert_compiled_steps(make: Callable[[], torch.nn.Module], loss_fn: Callable, steps: Iterable[tuple]) -> None:
+    """A training step compiled with fullgraph and dynamic shapes (backward
+    through AOTAutograd) against eager: ``loss_fn(model, *args)`` for each
+    ``args`` of ``steps``, on two models ``make()`` builds alike, gives the
+    same loss and gradients (:func:`assert_same_step`); the gradients are
+    cleared after each step."""
+    eager_model, compiled_model = make(), make()
+    compiled = torch.compile(loss_fn, fullgraph=True, dynamic=True, backend="aot_eager")
+    for args in steps:
+        assert_same_step(loss_fn(eager_model, *args), compiled(compiled_model, *args), eager_model, compiled_model)
+        eager_model.zero_grad(set_to_none=True)
+        compiled_model.zero_grad(set_to_none=True)
+
+
 def results(x) -> tuple:
     """An operator's results as a tuple: (x,) for one tensor, x itself for
     several (max_pool3d_with_indices: values, indices)."""
@@ -190,3 +204,11 @@ class OpInfo:
 
     def errors(self, device="cpu") -> Iterator[ErrorInput]:
         yield from self.error_inputs(device)
+
+
+def with_backward(forward: OpInfo, **backward: Any) -> list:
+    """``forward`` and the OpInfo of its gradient: ``<name>_backward``, of the
+    same family and dtypes, with the out= overload ``grad_input``;
+    ``backward`` gives its other fields."""
+    return [forward, OpInfo(name=f"{forward.name}_backward", family=forward.family, dtypes=forward.dtypes,
+                            out_overload="grad_input", **backward)]

@@ -26,7 +26,7 @@ import math
 
 import torch
 
-from .core import FLOATING, ErrorInput, OpInfo, SampleInput, make_layout, make_tensor
+from .core import FLOATING, ErrorInput, OpInfo, SampleInput, make_layout, make_tensor, with_backward
 
 SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0)
 
@@ -234,13 +234,11 @@ def _aten_backward(g, alpha, scale, input_scale, is_result, x):
     return torch.ops.aten.elu_backward(g, alpha, scale, input_scale, is_result, x)
 
 
-OP_INFOS = [
-    OpInfo(name="elu", family="elu", dtypes=FLOATING, sample_inputs=forward_samples,
-           reference=reference_forward, error_inputs=forward_errors, aten=_aten_forward),
-    OpInfo(name="elu_backward", family="elu", dtypes=FLOATING, sample_inputs=backward_samples,
-           reference=reference_backward, error_inputs=backward_errors, aten=_aten_backward,
-           grad_argnums=(0, 5), out_overload="grad_input"),
-]
+OP_INFOS = with_backward(
+    OpInfo(name="elu", family="elu", dtypes=FLOATING, sample_inputs=forward_samples, reference=reference_forward,
+           error_inputs=forward_errors, aten=_aten_forward),
+    sample_inputs=backward_samples, reference=reference_backward, error_inputs=backward_errors, aten=_aten_backward,
+    grad_argnums=(0, 5))
 
 
 # ---------------------------------------------------------------------------

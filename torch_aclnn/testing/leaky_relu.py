@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .core import FLOATING, ErrorInput, OpInfo, SampleInput, make_layout, make_tensor
+from .core import FLOATING, ErrorInput, OpInfo, SampleInput, make_layout, make_tensor, with_backward
 
 # The negative slopes the samples cycle through.
 SLOPES = {
@@ -204,10 +204,8 @@ def _aten_backward(g, x, negative_slope, self_is_result):
     return torch.ops.aten.leaky_relu_backward(g, x, negative_slope, self_is_result)
 
 
-OP_INFOS = [
+OP_INFOS = with_backward(
     OpInfo(name="leaky_relu", family="leaky_relu", dtypes=FLOATING, sample_inputs=forward_samples,
            reference=reference_forward, error_inputs=forward_errors, aten=_aten_forward),
-    OpInfo(name="leaky_relu_backward", family="leaky_relu", dtypes=FLOATING, sample_inputs=backward_samples,
-           reference=reference_backward, error_inputs=backward_errors, aten=_aten_backward,
-           grad_argnums=(0, 1), out_overload="grad_input"),
-]
+    sample_inputs=backward_samples, reference=reference_backward, error_inputs=backward_errors, aten=_aten_backward,
+    grad_argnums=(0, 1))

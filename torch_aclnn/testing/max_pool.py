@@ -8,7 +8,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_layout, make_tensor
+from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_layout, make_tensor, with_backward
 
 DTYPES = FLOATING
 
@@ -291,11 +291,8 @@ def _forward_errors(device):
              "row 9: a window whose dilation steps over self")
 
 
-OP_INFOS = [
+OP_INFOS = with_backward(
     OpInfo(name="max_pool3d_with_indices", family="max_pool", dtypes=DTYPES, sample_inputs=_forward_samples,
            reference=reference_forward, error_inputs=_forward_errors,
            aten=torch.ops.aten.max_pool3d_with_indices.default),
-    OpInfo(name="max_pool3d_with_indices_backward", family="max_pool", dtypes=DTYPES,
-           sample_inputs=_backward_samples, reference=reference_backward, error_inputs=_backward_errors,
-           aten=aten_backward, out_overload="grad_input"),
-]
+    sample_inputs=_backward_samples, reference=reference_backward, error_inputs=_backward_errors, aten=aten_backward)

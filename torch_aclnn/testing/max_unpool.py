@@ -7,7 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_layout, make_tensor
+from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_layout, make_tensor, with_backward
 
 DTYPES = FLOATING + (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64)
 
@@ -301,10 +301,8 @@ def _backward_errors(device):
              "row 15: out= variant", kwargs={gi: out}, overload=gi, data_dependent=True)
 
 
-OP_INFOS = [
+OP_INFOS = with_backward(
     OpInfo(name="max_unpool3d", family="max_unpool", dtypes=DTYPES, sample_inputs=_forward_samples,
            reference=reference_forward, error_inputs=_forward_errors, aten=torch.ops.aten.max_unpool3d.default),
-    OpInfo(name="max_unpool3d_backward", family="max_unpool", dtypes=DTYPES, sample_inputs=_backward_samples,
-           reference=reference_backward, error_inputs=_backward_errors, aten=aten_backward,
-           out_overload="grad_input", out_contiguous_only=True),
-]
+    sample_inputs=_backward_samples, reference=reference_backward, error_inputs=_backward_errors, aten=aten_backward,
+    out_contiguous_only=True)

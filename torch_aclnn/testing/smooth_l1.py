@@ -7,7 +7,7 @@ import math
 import torch
 
 from .._torch_api import promoted_dtype
-from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_tensor
+from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_tensor, with_backward
 
 REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -219,22 +219,8 @@ def _backward_errors(device):
              "out dtype not the promoted one", kwargs={"grad_input": out.half()}, overload="grad_input")
 
 
-OP_INFOS = [
-    OpInfo(
-        name="smooth_l1_loss", family="smooth_l1", dtypes=FLOATING,
-        sample_inputs=_forward_samples,
-        reference=reference_forward,
-        error_inputs=_forward_errors,
-        aten=aten_forward,
-        grad_argnums=(0, 1),
-    ),
-    OpInfo(
-        name="smooth_l1_loss_backward", family="smooth_l1", dtypes=FLOATING,
-        sample_inputs=_backward_samples,
-        reference=reference_backward,
-        error_inputs=_backward_errors,
-        aten=aten_backward,
-        grad_argnums=(0, 1, 2),
-        out_overload="grad_input",
-    ),
-]
+OP_INFOS = with_backward(
+    OpInfo(name="smooth_l1_loss", family="smooth_l1", dtypes=FLOATING, sample_inputs=_forward_samples,
+           reference=reference_forward, error_inputs=_forward_errors, aten=aten_forward, grad_argnums=(0, 1)),
+    sample_inputs=_backward_samples, reference=reference_backward, error_inputs=_backward_errors, aten=aten_backward,
+    grad_argnums=(0, 1, 2))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_tensor
+from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_tensor, with_backward
 
 NEAREST, EXACT = "nearest", "nearest-exact"
 
@@ -184,23 +184,13 @@ def _aten_backward(mode):
 
 def _infos():
     infos = []
-    for mode, fwd, bwd in ((NEAREST, "upsample_nearest3d", "upsample_nearest3d_backward"),
-                           (EXACT, "upsample_nearest_exact3d", "upsample_nearest_exact3d_backward")):
-        infos.append(OpInfo(
-            name=fwd, family="upsample", dtypes=FLOATING,
-            sample_inputs=_forward_samples(mode),
-            reference=lambda *a, _m=mode: reference_forward(_m, *a),
-            error_inputs=_forward_errors(fwd),
-            aten=_aten_forward(mode),
-        ))
-        infos.append(OpInfo(
-            name=bwd, family="upsample", dtypes=FLOATING,
-            sample_inputs=_backward_samples(mode),
-            reference=lambda *a, _m=mode: reference_backward(_m, *a),
-            error_inputs=_backward_errors(bwd),
-            aten=_aten_backward(mode),
-            out_overload="grad_input",
-        ))
+    for mode, fwd in ((NEAREST, "upsample_nearest3d"), (EXACT, "upsample_nearest_exact3d")):
+        infos += with_backward(
+            OpInfo(name=fwd, family="upsample", dtypes=FLOATING, sample_inputs=_forward_samples(mode),
+                   reference=lambda *a, _m=mode: reference_forward(_m, *a), error_inputs=_forward_errors(fwd),
+                   aten=_aten_forward(mode)),
+            sample_inputs=_backward_samples(mode), reference=lambda *a, _m=mode: reference_backward(_m, *a),
+            error_inputs=_backward_errors(f"{fwd}_backward"), aten=_aten_backward(mode))
     return infos
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_tensor
+from .core import FLOATING, LAYOUTS, ErrorInput, OpInfo, SampleInput, make_tensor, with_backward
 
 
 # ---------------------------------------------------------------------------
@@ -172,11 +172,8 @@ def _aten_backward(g, out, insz, align, sd=None, sh=None, sw=None):
     return torch.ops.aten.upsample_trilinear3d_backward(g, out, insz, align, sd, sh, sw)
 
 
-OP_INFOS = [
+OP_INFOS = with_backward(
     OpInfo(name="upsample_trilinear3d", family="upsample_trilinear", dtypes=FLOATING,
            sample_inputs=_forward_samples, reference=reference_forward, error_inputs=_forward_errors,
            aten=_aten_forward),
-    OpInfo(name="upsample_trilinear3d_backward", family="upsample_trilinear", dtypes=FLOATING,
-           sample_inputs=_backward_samples, reference=reference_backward, error_inputs=_backward_errors,
-           aten=_aten_backward, out_overload="grad_input"),
-]
+    sample_inputs=_backward_samples, reference=reference_backward, error_inputs=_backward_errors, aten=_aten_backward)
