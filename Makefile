@@ -50,8 +50,13 @@ $(EDITABLE): $(STAMP) setup.py pyproject.toml
 CCACHE_BIN ?= $(firstword $(wildcard /usr/lib/ccache /usr/lib64/ccache /usr/local/opt/ccache/libexec))
 CCACHE_BASEDIR ?= $(CURDIR)
 BUILD_ENV  := $(if $(CCACHE_BIN),PATH="$(CCACHE_BIN):$$PATH" CCACHE_BASEDIR="$(CCACHE_BASEDIR)" CCACHE_NOHASHDIR=1)
+# CPU_ISAS: the instruction-set variants of the CPU kernels to build (setup.py's
+# TORCH_ACLNN_CPU_ISAS); empty, all of them. make check builds only the one the
+# loader imports on this machine ("aten"); make test, which tests all three,
+# then compiles only the other two.
+CPU_ISAS ?=
 build: $(EDITABLE)
-	$(BUILD_ENV) $(VPY) setup.py -q build_ext --inplace
+	$(BUILD_ENV) $(if $(CPU_ISAS),TORCH_ACLNN_CPU_ISAS=$(CPU_ISAS)) $(VPY) setup.py -q build_ext --inplace
 
 # Compiles and links the CUDA kernels against torch $(CUDA_TORCH) and imports
 # the result (needs nvcc, not a GPU; without a CUDA toolkit: a note, no
@@ -101,6 +106,7 @@ asan: $(STAMP)
 		ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(abspath $(VPY)) -m pytest -q -p no:cacheprovider $(ASAN_TESTS) $(PYTEST_ARGS)
 
+check: CPU_ISAS = aten
 check: build
 	$(VPY) -m torch_aclnn check
 

@@ -111,7 +111,7 @@ def extensions():
     # csrc/compat: stand-ins for headers torch's own headers include but its
     # wheels do not ship (see there).
     include_dirs = [os.path.join(ROOT, CSRC), os.path.join(ROOT, CSRC, "compat")]
-    core_sources = [src for folder in ("", "common/", "autograd/") for src in sorted(glob.glob(f"{CSRC}/{folder}*.cpp"))]
+    core_sources = [src for folder in ("", "common/", "autograd/", "aten_routes/") for src in sorted(glob.glob(f"{CSRC}/{folder}*.cpp"))]
     exts = []
     if use_cuda:
         nvcc = ["-O3", "-std=c++20", "--expt-relaxed-constexpr", "-lineinfo"]

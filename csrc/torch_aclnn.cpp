@@ -8,9 +8,9 @@
 // Every backend registers the generic entries of csrc/common/entry.h: the
 // family's contract (csrc/contracts/<family>.h: the checks and the result's
 // spec) and the backend's kernel.
+#include "aten_routes/routes.h"
 #include "autograd/kernel.h"
 #include "common/deferred.h"
-#include "dropin.h"
 #include "direct_call.h"
 
 #include <Python.h>
@@ -78,13 +78,17 @@ PyMODINIT_FUNC PyInit__C(void) {
       {"_direct_call", torch_aclnn::direct_call::make, METH_VARARGS,
        "_direct_call(name, overload, fallback): operator `name`'s direct call from the Python API, `fallback` (its "
        "OpOverload) for the calls it does not take"},
-      {"_aten_routes", torch_aclnn::dropin::routes, METH_NOARGS,
+      {"_aten_routes", torch_aclnn::aten_routes::routes, METH_NOARGS,
        "_aten_routes(): (aten operator, torch_aclnn operator) per route of patch(level='dispatcher')"},
-      {"_route_aten", torch_aclnn::dropin::install, METH_VARARGS,
+      {"_route_aten", torch_aclnn::aten_routes::install, METH_VARARGS,
        "_route_aten(keys): installs the routes, keys a sequence of (aten operator, 'CPU' or 'CUDA')"},
-      {"_unroute_aten", torch_aclnn::dropin::uninstall, METH_NOARGS, "_unroute_aten(): removes the routes"},
-      {"_aten_route_counts", torch_aclnn::dropin::counts, METH_NOARGS,
+      {"_unroute_aten", torch_aclnn::aten_routes::uninstall, METH_NOARGS, "_unroute_aten(): removes the routes"},
+      {"_aten_route_counts", torch_aclnn::aten_routes::counts, METH_NOARGS,
        "_aten_route_counts(): per route, (calls routed, calls handed to aten)"},
+      {"_route_rules", torch_aclnn::aten_routes::rules, METH_NOARGS,
+       "_route_rules(): the drop-in rule's tensor rules (csrc/aten_routes/rules.h) as Python data"},
+      {"_route_takes", torch_aclnn::aten_routes::takes, METH_VARARGS,
+       "_route_takes(rule, tensor) / _route_takes('loss', self, target, reduction, beta): the rules' C++ verdict"},
       {nullptr, nullptr, 0, nullptr}};
   static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, methods};
   return PyModule_Create(&module_def);

@@ -1,4 +1,4 @@
-"""torch_aclnn.patch(level="dispatcher") (csrc/dropin.cpp): aten's CPU (and
+"""torch_aclnn.patch(level="dispatcher") (csrc/aten_routes/routes.cpp): aten's CPU (and
 CUDA) kernels of the mirrored aten operators replaced, process-wide. Every
 routed operator computes torch's result and gradients (float64 gradcheck and
 gradgradcheck through aten's own autograd formulas), on contiguous,

@@ -1,6 +1,6 @@
 """patch(level="dispatcher") inside torch.compile: the routes there.
 
-The dispatcher level replaces aten's CPU and CUDA kernels (csrc/dropin.cpp),
+The dispatcher level replaces aten's CPU and CUDA kernels (csrc/aten_routes/routes.cpp),
 which compiled code mostly does not call: dynamo records each
 ``torch.nn.functional`` function of ``_dropin.ROUTES`` as one graph node,
 which AOTAutograd turns into aten operators that inductor decomposes into

@@ -18,6 +18,7 @@ own error follows.
 """
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import sys
@@ -31,6 +32,7 @@ from ._registry import OPERATORS
 from ._torch_api import (functorch_transforms_active, has_kernel, is_view, plain_view, privateuse1_name,
                          tracing_state)
 from .ops._calls import compiling, planned
+from .ops._errors import is_contract_error
 from .ops import adaptive_avg_pool as _adaptive, avg_pool as _avg, elu as _elu, leaky_relu as _lrelu, \
     max_pool as _pool, max_unpool as _unpool, smooth_l1 as _sl1, upsample as _up, upsample_trilinear as _tri
 
@@ -38,14 +40,17 @@ __all__ = ["ROUTES", "call", "decide"]
 
 Decision = Union[str, torch.Tensor]
 
-_FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-_FLOATING_SET = frozenset(_FLOATING)
 _INTS = (int, torch.SymInt)
 _NUMBERS = (int, float, torch.SymInt, torch.SymFloat)
 _REDUCTIONS = ("none", "mean", "sum")
-_FLOAT_MAX = {dtype: float(torch.finfo(dtype).max) for dtype in _FLOATING}
-_FLOAT32_MAX = _FLOAT_MAX[torch.float32]
-_MAX_DIMS = 8  # elu and smooth_l1: at most 8 dims (the aclnn contract; torch has no limit)
+
+# The tensor rules (dtypes, ranks, sizes, layouts, Scalar ranges) are
+# csrc/aten_routes/rules.h's, which the dispatcher level applies to aten's
+# arguments; read once here, as constants for torch.compile to trace.
+_RULES = importlib.import_module("torch_aclnn._C")._route_rules()
+_FLOAT_MAX = {getattr(torch, name): largest for name, largest in _RULES["dtypes"]}  # the routed dtypes
+_SCALAR_LIMIT = _RULES["scalar_limit"]
+_INPUTS = _RULES["inputs"]  # rule -> (per rank, the first axis that must not be empty or -1; w_fastest_4d)
 
 # operator -> the device types that have its torch_aclnn kernels; filled by
 # refresh_devices() when torch_aclnn is imported (after the NPU kernels
@@ -69,8 +74,28 @@ def _tensor(t, op: str):
     device = "cpu" if t.is_cpu else "cuda" if t.is_cuda else t.device.type
     if device not in _DEVICES[op]:
         return f"device {device!r}"
-    if t.dtype not in _FLOATING_SET:
+    if t.dtype not in _FLOAT_MAX:
         return f"dtype {t.dtype}"
+    return None
+
+
+def _input(t, op: str, rule: str):
+    """None if ``op``'s routes take ``t`` as an input of ``rule``
+    (rules.h: takes_input), else the reason."""
+    why = _tensor(t, op)
+    if why:
+        return why
+    nonempty_from, w_fastest_4d = _INPUTS[rule]
+    dim = t.dim()
+    if dim >= len(nonempty_from) or nonempty_from[dim] < 0:
+        return f"{dim}-D input"
+    for s in t.shape[nonempty_from[dim]:]:
+        if not s > 0:
+            return "an empty axis that torch refuses"
+    if w_fastest_4d and dim == 4 and not t.is_contiguous() and (
+            t.is_contiguous(memory_format=torch.channels_last)
+            or t.unsqueeze(0).is_contiguous(memory_format=torch.channels_last_3d)):
+        return "4-D input with another axis than W fastest in memory"
     return None
 
 
@@ -91,12 +116,12 @@ def _size3(v, kinds) -> bool:
     return isinstance(v, kinds) and not isinstance(v, bool)
 
 
-def _fit_float32(*values) -> bool:
-    """Scalars routed for tensors other than float64: NaN or finite values
-    representable in float32. (The contract also takes +-inf; such calls are
-    left to torch.)"""
+def _scalars_fit(t: torch.Tensor, *values) -> bool:
+    """Scalars of a call on ``t`` that are routed (rules.h: scalar_fits)."""
+    if t.dtype == torch.float64:
+        return True
     for x in values:
-        if abs(x) <= math.inf and not abs(x) <= _FLOAT32_MAX:
+        if abs(x) <= math.inf and not abs(x) <= _SCALAR_LIMIT:  # (NaN fits)
             return False
     return True
 
@@ -135,11 +160,11 @@ def legacy_reduction(size_average, reduce, warn: bool = True) -> str:
 
 def _contract(fn: Callable, *args):
     """``fn(*args)``, or the reason if torch_aclnn's Python API rejects the
-    arguments (a message starting "[torch_aclnn")."""
+    arguments (a contract error: ops/_errors.is_contract_error)."""
     try:
         return fn(*args)
     except (TypeError, ValueError) as e:
-        if str(e).startswith("[torch_aclnn"):
+        if is_contract_error(e):
             return str(e)
         raise
 
@@ -157,10 +182,8 @@ def _reasons(plan: Callable) -> Callable:
 
 @_reasons
 def _interpolate_plan(op, input, size, scale_factor, recompute_scale_factor, align_corners, antialias):
-    """interpolate's rules on the input's shape and the plain arguments: the
-    operator's (output size, scales), or the reason."""
-    if input.dim() != 5:
-        return f"{input.dim()}-D input"
+    """interpolate's rules on the plain arguments: the operator's (output
+    size, scales), or the reason."""
     if antialias:
         return "antialias given"
     if align_corners is not None and (op != "upsample_trilinear3d" or type(align_corners) is not bool):
@@ -171,9 +194,6 @@ def _interpolate_plan(op, input, size, scale_factor, recompute_scale_factor, ali
         return "size is not an int or 3 ints"
     if scale_factor is not None and not _size3(scale_factor, _NUMBERS):
         return "scale_factor is not a number or 3 numbers"
-    for s in input.shape[1:]:
-        if not s > 0:  # (torch refuses an empty C, D, H or W; an empty N is fine)
-            return "an empty C, D, H or W axis"
     return _up.resolve_size(op, input, size, scale_factor, recompute_scale_factor)
 
 
@@ -187,7 +207,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         op = "upsample_trilinear3d"
     else:
         return f"mode={mode!r}"
-    why = _tensor(input, op)
+    why = _input(input, op, "upsample")
     if why:
         return why
     resolved = planned(_interpolate_plan, op, input, size, scale_factor, recompute_scale_factor, align_corners,
@@ -203,12 +223,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 def _elu_call(input, alpha, scale, input_scale, inplace) -> Decision:
     if not isinstance(inplace, bool):
         return f"inplace={inplace!r}"
-    why = _tensor(input, "elu")
+    why = _input(input, "elu", "elementwise")
     if why:
         return why
-    if input.dim() > _MAX_DIMS:
-        return f"{input.dim()}-D input"
-    if input.dtype != torch.float64 and not _fit_float32(alpha, scale, input_scale):
+    if not _scalars_fit(input, alpha, scale, input_scale):
         return f"alpha={alpha!r} beyond float32"
     if inplace and input.requires_grad and torch.is_grad_enabled():
         # torch's in-place rules on tensors autograd tracks (leaves, views of
@@ -241,16 +259,14 @@ def celu(input, alpha=1.0, inplace=False) -> Decision:
 
 
 def _loss_args(input, target, reduction, parameter):
-    """The reason a loss call is outside smooth_l1's contract, or None.
-    ``parameter``: beta or delta, which torch's kernel rounds to the
-    tensors' dtype (half's range ends at 65504)."""
-    why = _tensor(input, "smooth_l1_loss") or _tensor(target, "smooth_l1_loss")
+    """The reason a loss call is not routed (rules.h: takes_loss), or None.
+    ``parameter``: beta or delta (>= 0), which torch's kernel rounds to the
+    tensors' dtype."""
+    why = _input(input, "smooth_l1_loss", "elementwise") or _input(target, "smooth_l1_loss", "elementwise")
     if why:
         return why
     if reduction not in _REDUCTIONS:
         return f"reduction={reduction!r}"
-    if input.dim() > _MAX_DIMS or target.dim() > _MAX_DIMS:
-        return "more than 8 dims"
     if input.shape != target.shape:
         try:
             torch.broadcast_shapes(input.shape, target.shape)
@@ -258,10 +274,10 @@ def _loss_args(input, target, reduction, parameter):
             return "input and target do not broadcast"
         if input.dtype != target.dtype:
             return "shapes and dtypes differ (torch promotes after broadcasting)"
-    if reduction == "none" and not input.is_contiguous():
-        return "reduction='none' on a non-contiguous input (torch's result keeps its layout)"
-    if not parameter <= _FLOAT_MAX[input.dtype]:
-        return f"beta/delta beyond {input.dtype}"
+    if reduction == "none" and not (input.is_contiguous() and target.is_contiguous()):
+        return "reduction='none' on a non-contiguous input or target (torch's result keeps their layout)"
+    if not 0 <= parameter <= _FLOAT_MAX[input.dtype]:
+        return f"beta/delta={parameter!r} not in [0, the largest {input.dtype}]"
     return None
 
 
@@ -371,22 +387,11 @@ ROUTE_POOL_ON_CPU = False
 
 def _max_pool3d_call(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     """max_pool3d with its indices (both results) or the reason to pass through."""
-    why = _tensor(input, "max_pool3d_with_indices")
+    why = _input(input, "max_pool3d_with_indices", "max_pool")  # (F's 4-D input is (C, D, H, W))
     if why:
         return why
     if input.device.type == "cpu" and not ROUTE_POOL_ON_CPU:
         return "device 'cpu' (aten's max_pool3d backward is deterministic there)"
-    if input.dim() not in (4, 5):  # (F's 4-D input is (C, D, H, W): the same planes as the contract's (N, D, H, W))
-        return f"{input.dim()}-D input"
-    for s in input.shape[1 if input.dim() == 5 else 0:]:
-        if not s > 0:  # (torch refuses an empty axis but a 5-D input's N)
-            return "an empty axis (but a 5-D input's N)"
-    if input.dim() == 4 and not input.is_contiguous() and (
-            input.is_contiguous(memory_format=torch.channels_last)
-            or input.unsqueeze(0).is_contiguous(memory_format=torch.channels_last_3d)):
-        # torch's CPU kernel refuses a channels_last 4-D input; its CUDA kernel
-        # keeps C fastest in the results
-        return "4-D input with another axis fastest in memory"
     if not return_indices and input.device.type == "cpu" and input.dtype in (torch.float16, torch.bfloat16) \
             and torch.is_autocast_enabled("cpu"):
         return "autocast on CPU (aten's max_pool3d without indices runs in float32 there)"
@@ -424,12 +429,10 @@ def _leaky_relu_call(input, negative_slope, inplace) -> Decision:
         return f"negative_slope of type {type(negative_slope).__name__}"
     if not isinstance(inplace, bool):
         return f"inplace={inplace!r}"
-    why = _tensor(input, "leaky_relu")
+    why = _input(input, "leaky_relu", "elementwise")
     if why:
         return why
-    if input.dim() > _MAX_DIMS:
-        return f"{input.dim()}-D input"
-    if input.dtype != torch.float64 and not _fit_float32(negative_slope):
+    if not _scalars_fit(input, negative_slope):
         return f"negative_slope={negative_slope!r} beyond float32"
     if inplace and input.requires_grad and torch.is_grad_enabled():
         # (as in _elu_call: torch's in-place rules on tracked tensors stay torch's), but a plain view
@@ -454,14 +457,9 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """Routed on every device: the backward is a deterministic gather (aten's
     CUDA backward adds with atomics and refuses deterministic mode), and aten's
     CPU kernels have no float16/bfloat16 avg_pool3d."""
-    why = _tensor(input, "avg_pool3d")
+    why = _input(input, "avg_pool3d", "avg_pool")  # (F's 4-D input is (C, D, H, W))
     if why:
         return why
-    if input.dim() not in (4, 5):  # (F's 4-D input is (C, D, H, W): the same planes as the contract's)
-        return f"{input.dim()}-D input"
-    for s in input.shape[1 if input.dim() == 5 else 0:]:
-        if not s > 0:  # (torch refuses an empty axis but a 5-D input's N)
-            return "an empty axis (but a 5-D input's N)"
     window = planned(_avg_pool_plan, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override)
     if isinstance(window, str):
@@ -503,14 +501,9 @@ def _adaptive_plan(op, input, output_size):
 
 
 def adaptive_avg_pool3d(input, output_size) -> Decision:
-    why = _tensor(input, "adaptive_avg_pool3d")
+    why = _input(input, "adaptive_avg_pool3d", "adaptive_pool")  # (F's 4-D input is (C, D, H, W))
     if why:
         return why
-    if input.dim() not in (4, 5):  # (F's 4-D input is (C, D, H, W), as the contract's)
-        return f"{input.dim()}-D input"
-    for s in input.shape[1:]:
-        if not s > 0:  # (torch refuses an empty axis but the first)
-            return "an empty axis (but the first)"
     size = planned(_adaptive_plan, "adaptive_avg_pool3d", input, output_size)
     if isinstance(size, str):
         return size
@@ -520,27 +513,10 @@ def adaptive_avg_pool3d(input, output_size) -> Decision:
 
 # ---------------------------------------------------------------------------
 
-# torch function -> (its name, the decision above).
-ROUTES: Dict[Callable, tuple] = {
-    F.interpolate: ("interpolate", interpolate),
-    F.elu: ("elu", elu),
-    F.selu: ("selu", selu),
-    F.celu: ("celu", celu),
-    F.smooth_l1_loss: ("smooth_l1_loss", smooth_l1_loss),
-    F.huber_loss: ("huber_loss", huber_loss),
-    F.max_unpool3d: ("max_unpool3d", max_unpool3d),
-    F.max_pool3d: ("max_pool3d", max_pool3d),
-    F.max_pool3d_with_indices: ("max_pool3d_with_indices", max_pool3d_with_indices),
-    F.leaky_relu: ("leaky_relu", leaky_relu),
-    F.leaky_relu_: ("leaky_relu_", leaky_relu_),
-    F.avg_pool3d: ("avg_pool3d", avg_pool3d),
-    F.adaptive_avg_pool3d: ("adaptive_avg_pool3d", adaptive_avg_pool3d),
-}
-
-
-# An IndexError of an earlier CUDA call's index check, raised by this call
-# (csrc/common/deferred.h: kTag): it is not this call's to hand to torch.
-_DEFERRED = "] deferred: "
+# torch function -> (its name, the decision above of that name).
+ROUTES: Dict[Callable, tuple] = {getattr(F, name): (name, globals()[name]) for name in (
+    "interpolate", "elu", "selu", "celu", "smooth_l1_loss", "huber_loss", "max_unpool3d", "max_pool3d",
+    "max_pool3d_with_indices", "leaky_relu", "leaky_relu_", "avg_pool3d", "adaptive_avg_pool3d")}
 
 
 def _on_cuda(args: tuple, kwargs: dict) -> bool:
@@ -563,11 +539,10 @@ def decide(decision: Callable, args: tuple, kwargs: dict) -> Decision:
     try:
         return decision(*args, **kwargs)
     except (TypeError, ValueError, IndexError) as e:
-        message = str(e)
-        ours = message.startswith("[torch_aclnn") and _DEFERRED not in message[:40]
+        ours = is_contract_error(e)
         if ours and not compiling() and not (type(e) is IndexError and _on_cuda(args, kwargs)):
-            return f"contract: {message}"
-        if type(e) is TypeError and "argument" in message and not message.startswith("[torch_aclnn"):
+            return f"contract: {e}"
+        if type(e) is TypeError and "argument" in str(e) and not ours:
             return "arguments that do not bind to the torch signature"
         raise
 

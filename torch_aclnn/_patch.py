@@ -7,7 +7,7 @@ decision per torch.nn.functional function is torch_aclnn/_dropin.py):
 not loaded: :func:`default_patch_level`) replaces aten's CPU and CUDA kernels of
 the aten operators that those functions and their autograd formulas call
 (aten::elu, aten::elu_backward, aten::upsample_nearest3d, ...;
-csrc/dropin.cpp) by a C++ kernel that applies the rule and calls aten's own
+csrc/aten_routes/routes.cpp) by a C++ kernel that applies the rule and calls aten's own
 kernel for calls outside the contract. Every other torch call pays nothing,
 and the routed ones no Python, so a step bound by the host keeps torch's
 speed. It is process-wide (every thread), reaches what runs through aten's
@@ -64,7 +64,7 @@ def _C():
     return importlib.import_module("torch_aclnn._C")
 
 
-# (aten operator, torch_aclnn operator) per route of patch(level="dispatcher") (csrc/dropin.cpp)
+# (aten operator, torch_aclnn operator) per route of patch(level="dispatcher") (csrc/aten_routes/routes.cpp)
 _ROUTES = tuple(_C()._aten_routes())
 # The aten operators patch(level="dispatcher") can route, as PatchStats names them
 # (none where this torch cannot have routes: torch < 2.9).
@@ -238,7 +238,7 @@ def _new_mode(stats: Optional[PatchStats]) -> _RoutingMode:
 
 
 # ---------------------------------------------------------------------------
-# level="dispatcher": csrc/dropin.cpp's routes, switched on process-wide.
+# level="dispatcher": csrc/aten_routes/routes.cpp's routes, switched on process-wide.
 
 # one per patch(level="dispatcher") / patched(...) block: its counts; the routes are on while there is one
 _aten_users: List[Optional[PatchStats]] = []

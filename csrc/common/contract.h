@@ -22,10 +22,13 @@
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 
+#include "common/deferred.h"
+
 #include <algorithm>
 #include <initializer_list>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #define ACLNN_CHECK_TYPE(cond, op, ...) \
   TORCH_CHECK_TYPE(cond, "[torch_aclnn 161002] ", op, ": ", __VA_ARGS__)
@@ -35,6 +38,23 @@
   TORCH_CHECK_INDEX(cond, "[torch_aclnn 161002] ", op, ": ", __VA_ARGS__)
 
 namespace torch_aclnn {
+
+// Whether `e` is a contract error of the call that raised it: its message
+// starts "[torch_aclnn 16100<n>] <op>: " (the rows above; torch_aclnn's other
+// errors start "[torch_aclnn] "), and it is not an earlier call's deferred
+// index check (common/deferred.h). Its type says which row. The Python twin
+// is torch_aclnn/ops/_errors.py's is_contract_error.
+inline bool is_contract_error(const c10::Error& e) {
+  static constexpr std::string_view kTags[] = {"[torch_aclnn 161001] ", "[torch_aclnn 161002] "};
+  const std::string_view message = e.what_without_backtrace();
+  for (std::string_view tag : kTags) {
+    if (message.substr(0, tag.size()) == tag) {
+      const std::string_view rest = message.substr(tag.size());
+      return rest.find(": ") != std::string_view::npos && rest.substr(0, deferred::kTag.size()) != deferred::kTag;
+    }
+  }
+  return false;
+}
 
 // The value of a size for an error message. Only called once a check has
 // failed (TORCH_CHECK builds its message lazily), so turning a symbolic size

@@ -23,13 +23,15 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace torch_aclnn::deferred {
 
 // What a deferred IndexError's message starts with after "[torch_aclnn
-// 161002] ", before the operator's name (torch_aclnn/_dropin.py tells such an
-// error, which belongs to an earlier call, from the current call's own).
-inline constexpr const char* kTag = "deferred: ";
+// 161002] ", before the operator's name (is_contract_error, in
+// common/contract.h and torch_aclnn/ops/_errors.py, tells such an error, which
+// belongs to an earlier call, from the current call's own).
+inline constexpr std::string_view kTag = "deferred: ";
 
 // The operator's name as a check's error names it.
 inline std::string op_name(const char* op, bool deferred) {

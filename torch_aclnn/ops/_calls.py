@@ -9,6 +9,8 @@ from typing import Any, Callable, Dict, NamedTuple, Optional
 
 import torch
 
+from ._errors import is_contract_error
+
 
 def call_as(name: str, op: Callable, *args: Any) -> Any:
     """``op(*args)`` for the Python function ``name`` the user called: a
@@ -20,10 +22,9 @@ def call_as(name: str, op: Callable, *args: Any) -> Any:
     try:
         return op(*args)
     except (TypeError, ValueError, IndexError, RuntimeError) as e:
-        message = str(e)
-        tag, sep, rest = message.partition("] ")
-        if not (message.startswith("[torch_aclnn ") and sep and ": " in rest) or type(e).__module__ != "builtins":
+        if not is_contract_error(e):
             raise
+        tag, _, rest = str(e).partition("] ")
         raise type(e)(f"{tag}] {name}: {rest.partition(': ')[2]}") from None
 
 

@@ -21,6 +21,23 @@ def invalid(op: str, message: str, exc: type = ValueError) -> Exception:
     return exc(contract_error(PARAM_INVALID, op, message))
 
 
+_CONTRACT_TAGS = (f"[torch_aclnn {NULLPTR}", f"[torch_aclnn {PARAM_INVALID}")
+_CONTRACT_TYPES = (TypeError, ValueError, IndexError, RuntimeError)
+DEFERRED = "deferred: "  # csrc/common/deferred.h: kTag
+
+
+def is_contract_error(e: BaseException) -> bool:
+    """Whether ``e`` is a contract error of the call that raised it: one of
+    the contract's exception types (exactly), its message starting
+    ``[torch_aclnn <code>] <op>: `` (torch_aclnn's other errors start
+    ``[torch_aclnn] ``), and not an earlier call's deferred index check. The
+    C++ twin is csrc/common/contract.h's is_contract_error."""
+    if type(e) not in _CONTRACT_TYPES:
+        return False
+    tag, sep, rest = str(e).partition("] ")
+    return tag in _CONTRACT_TAGS and bool(sep) and ": " in rest and not rest.startswith(DEFERRED)
+
+
 class _QuietContractErrors(logging.Filter):
     """Drops the ERROR records torch's fake-tensor code writes, with a full
     traceback, when a Meta kernel raises: for a torch_aclnn contract error
@@ -30,7 +47,7 @@ class _QuietContractErrors(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not (exc is not None and str(exc).startswith("[torch_aclnn "))
+        return not (exc is not None and is_contract_error(exc))
 
 
 def quiet_contract_error_logs() -> None:

@@ -1,12 +1,12 @@
 // patch(level="dispatcher"): aten's CPU and CUDA kernels of the aten
 // operators that torch_aclnn's operators mirror, replaced by kernels that
-// apply the drop-in rule (docs/spec.md §8) in C++ (see csrc/dropin.cpp).
+// apply the drop-in rule (docs/spec.md §8) in C++ (routes.cpp, rules.h).
 // torch_aclnn/_patch.py installs and removes them.
 #pragma once
 
 #include <Python.h>
 
-namespace torch_aclnn::dropin {
+namespace torch_aclnn::aten_routes {
 
 // torch_aclnn._C._aten_routes(): a tuple of (aten operator, torch_aclnn
 // operator) names, one per route, in the order of _aten_route_counts();
@@ -30,4 +30,16 @@ PyObject* uninstall(PyObject* self, PyObject* args);
 // handed to aten's kernel) since the library was loaded.
 PyObject* counts(PyObject* self, PyObject* args);
 
-}  // namespace torch_aclnn::dropin
+// torch_aclnn._C._route_rules(): rules.h's tables as Python data, for
+// torch_aclnn/_dropin.py: {"dtypes": ((name, largest value), ...),
+// "scalar_limit": float, "inputs": {rule: (first non-empty axis per rank,
+// w_fastest_4d)}}.
+PyObject* rules(PyObject* self, PyObject* args);
+
+// torch_aclnn._C._route_takes(rule, tensor) -> bool: rules.h's takes_input
+// for an input rule's name; _route_takes("loss", self, target, reduction,
+// beta): takes_loss; _route_takes("scalar", tensor, value): scalar_fits. (The C++ reading of the rules, which
+// tests/test_route_rules.py holds against _dropin's.)
+PyObject* takes(PyObject* self, PyObject* args);
+
+}  // namespace torch_aclnn::aten_routes

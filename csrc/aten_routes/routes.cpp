@@ -10,12 +10,12 @@
 // call is inside the contract, else with aten's own kernel, fetched before
 // it is replaced:
 //   * what the contract accepts but aten computes otherwise is checked here
-//     first (each route's rule; torch_aclnn/_dropin.py makes the same
-//     decisions on torch.nn.functional's arguments);
+//     first: each route's rule, made of rules.h's tensor rules (which
+//     torch_aclnn/_dropin.py applies to torch.nn.functional's arguments);
 //   * the rest is the kernel's contract: a contract error (TypeError,
-//     ValueError, IndexError "[torch_aclnn ...") hands the call to aten, as
-//     _dropin.decide does, except an IndexError on CUDA (aten's kernel would
-//     stop the process) and a deferred index error of an earlier call.
+//     ValueError, IndexError: common/contract.h's is_contract_error) hands
+//     the call to aten, as _dropin.decide does, except an IndexError on CUDA
+//     (aten's kernel would stop the process).
 // aten's autograd formulas stay in place: they call the replaced kernels
 // below the Autograd key, and so torch_aclnn's kernels, for the backward too.
 //
@@ -24,8 +24,9 @@
 // route and backend, which the kernel reads first (off: straight to aten's
 // kernel). Removing a registration while another thread may be running the
 // kernel would free it under that thread.
-#include "dropin.h"
+#include "aten_routes/routes.h"
 
+#include "aten_routes/rules.h"
 #include "common/contract.h"
 
 #include <ATen/ATen.h>
@@ -34,13 +35,12 @@
 #include <ATen/core/stack.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/Exceptions.h>
+#include <torch/csrc/utils/pybind.h>
 #include <torch/library.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cfloat>
-#include <cmath>
 #include <initializer_list>
 #include <iterator>
 #include <memory>
@@ -52,70 +52,64 @@
 // overridden) arrived in torch 2.9.
 #define TORCH_ACLNN_HAS_SAFE_KERNEL (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9))
 
-namespace torch_aclnn::dropin {
+namespace torch_aclnn::aten_routes {
+
+namespace py = pybind11;
+
 namespace {
 
 using Args = c10::ArrayRef<c10::IValue>;  // a call's arguments, in aten's schema order
 
-bool floating(const c10::IValue& v) {
-  if (!v.isTensor()) return false;
-  return kFloating.contains(v.toTensor().scalar_type());
-}
+bool floating(const c10::IValue& v) { return v.isTensor() && routed(v.toTensor()); }
 
-// Scalars of a call on a tensor other than float64: NaN or finite values
-// representable in float32 (the contract also takes +-inf; such calls stay
-// aten's, as _dropin._fit_float32 leaves them to torch).
-bool fit_float32(const at::Tensor& t, Args a, std::initializer_list<size_t> scalars) {
-  if (t.scalar_type() == at::kDouble) return true;
+bool input(const InputRule& rule, const c10::IValue& v) { return v.isTensor() && takes_input(rule, v.toTensor()); }
+
+constexpr const InputRule& kElementwise = *input_rule("elementwise");
+constexpr const InputRule& kUpsample = *input_rule("upsample");
+constexpr const InputRule& kMaxPool = *input_rule("max_pool");
+constexpr const InputRule& kAvgPool = *input_rule("avg_pool");
+constexpr const InputRule& kAdaptivePool = *input_rule("adaptive_pool");
+
+// The Scalars a[i] of a call on tensor t (rules.h: scalar_fits).
+bool scalars_fit(const at::Tensor& t, Args a, std::initializer_list<size_t> scalars) {
   for (size_t i : scalars) {
     if (!a[i].isScalar()) return false;
     const c10::Scalar s = a[i].toScalar();
-    if (s.isComplex() || s.isBoolean()) return false;
-    const double v = s.toDouble();
-    if (std::isinf(v) || (!std::isnan(v) && std::fabs(v) > FLT_MAX)) return false;
+    if (s.isComplex() || s.isBoolean() || !scalar_fits(t.scalar_type(), s.toDouble())) return false;
   }
   return true;
 }
 
-double max_of(at::ScalarType t) {
-  switch (t) {
-    case at::kHalf: return 65504.0;
-    case at::kBFloat16: return 3.3895313892515355e38;
-    case at::kFloat: return FLT_MAX;
-    default: return DBL_MAX;
-  }
+// elu(self, alpha, scale, input_scale)
+bool elu_rule(Args a) { return input(kElementwise, a[0]) && scalars_fit(a[0].toTensor(), a, {1, 2, 3}); }
+
+// grad_output and self_or_result of an elementwise backward in one dense
+// layout (torch_aclnn's result takes grad_output's layout; aten's follows
+// both, e.g. self's where the gradient is expanded).
+bool one_dense_layout(const c10::IValue& grad, const c10::IValue& self) {
+  if (!floating(grad)) return false;
+  const at::Tensor& g = grad.toTensor();
+  return g.strides() == self.toTensor().strides() && g.is_non_overlapping_and_dense();
 }
 
-// elu(self, alpha, scale, input_scale)
-bool elu_rule(Args a) { return floating(a[0]) && fit_float32(a[0].toTensor(), a, {1, 2, 3}); }
-
 // elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
-// grad_output and self_or_result in one dense layout (torch_aclnn's result
-// takes grad_output's layout; aten's follows both, e.g. self's where the
-// gradient is expanded); with is_result, alpha >= 0 (aten raises for a NaN
-// alpha too, as _dropin leaves in-place ELU with such an alpha to torch).
+// with is_result, alpha >= 0 (aten raises for a NaN alpha too, as _dropin
+// leaves in-place ELU with such an alpha to torch).
 bool elu_backward_rule(Args a) {
-  if (!floating(a[0]) || !floating(a[5]) || !fit_float32(a[5].toTensor(), a, {1, 2, 3})) return false;
-  if (a[4].isBool() && a[4].toBool()) {
-    if (!a[1].isScalar() || a[1].toScalar().isComplex() || !(a[1].toScalar().toDouble() >= 0)) return false;
-  }
-  const at::Tensor& g = a[0].toTensor();
-  const at::Tensor& x = a[5].toTensor();
-  return g.strides() == x.strides() && g.is_non_overlapping_and_dense();
+  if (!input(kElementwise, a[5]) || !scalars_fit(a[5].toTensor(), a, {1, 2, 3})) return false;
+  if (a[4].isBool() && a[4].toBool() && !(a[1].toScalar().toDouble() >= 0)) return false;
+  return one_dense_layout(a[0], a[5]);
 }
 
 // leaky_relu(self, negative_slope)
-bool leaky_relu_rule(Args a) { return floating(a[0]) && fit_float32(a[0].toTensor(), a, {1}); }
+bool leaky_relu_rule(Args a) { return input(kElementwise, a[0]) && scalars_fit(a[0].toTensor(), a, {1}); }
 
 // leaky_relu_backward(grad_output, self, negative_slope, self_is_result): as
-// elu_backward's rule: one dense layout for grad_output and self; with
-// self_is_result, negative_slope >= 0 (aten raises for a NaN slope too).
+// elu_backward's rule (aten raises for a NaN slope too).
 bool leaky_relu_backward_rule(Args a) {
-  if (!floating(a[0]) || !floating(a[1]) || !fit_float32(a[1].toTensor(), a, {2})) return false;
+  if (!input(kElementwise, a[1]) || !scalars_fit(a[1].toTensor(), a, {2})) return false;
   if (a[3].isBool() && a[3].toBool() && !(a[2].toScalar().toDouble() >= 0)) return false;
-  const at::Tensor& g = a[0].toTensor();
-  const at::Tensor& x = a[1].toTensor();
-  return g.strides() == x.strides() && g.is_non_overlapping_and_dense();
+  return one_dense_layout(a[0], a[1]);
 }
 
 // The scales at a[first..first+2]: none given, or all three given and > 0
@@ -131,38 +125,22 @@ bool scales_as_a_set(Args a, size_t first) {
   return true;
 }
 
-// upsample_nearest3d / _upsample_nearest_exact3d(self, output_size, scales_d, scales_h, scales_w):
-// aten refuses an empty C, D, H or W.
-bool upsample_rule(Args a) {
-  if (!floating(a[0]) || !scales_as_a_set(a, 2)) return false;
-  const at::Tensor& x = a[0].toTensor();
-  if (x.dim() != 5) return false;
-  for (int64_t i = 1; i < 5; ++i) {
-    if (x.size(i) <= 0) return false;
-  }
-  return true;
-}
+// upsample_nearest3d / _upsample_nearest_exact3d(self, output_size, scales_d, scales_h, scales_w)
+bool upsample_rule(Args a) { return input(kUpsample, a[0]) && scales_as_a_set(a, 2); }
 
 // the backwards (grad_output, output_size, input_size, scales_d, scales_h, scales_w);
 // their result is made contiguous, as aten's is in every layout
 bool upsample_backward_rule(Args a) { return floating(a[0]) && scales_as_a_set(a, 3); }
 
-// smooth_l1_loss's rules beyond its contract (_dropin._loss_args): aten
-// promotes after broadcasting, keeps its operands' layout for 'none', and
-// rounds beta to the dtype. beta == 0 stays aten's (F.smooth_l1_loss sends it
-// to l1_loss before aten; only a direct call gets here, and aten's gradient
-// at d == 0 is not the spec's).
+// smooth_l1_loss(self, target, reduction, beta): rules.h's takes_loss; beta
+// == 0 stays aten's (F.smooth_l1_loss sends it to l1_loss before aten; only a
+// direct call gets here, and aten's gradient at d == 0 is not the spec's).
 bool loss_rule(const c10::IValue& self, const c10::IValue& target, const c10::IValue& reduction,
                const c10::IValue& beta) {
-  if (!floating(self) || !floating(target) || !reduction.isInt() || !beta.isDouble()) return false;
-  const at::Tensor& x = self.toTensor();
-  const at::Tensor& y = target.toTensor();
-  if (x.sizes() != y.sizes() && x.scalar_type() != y.scalar_type()) return false;
-  if (reduction.toInt() == 0 && !(x.is_contiguous() && y.is_contiguous())) return false;
-  return beta.toDouble() > 0 && beta.toDouble() <= max_of(x.scalar_type());
+  return self.isTensor() && target.isTensor() && reduction.isInt() && beta.isDouble() && beta.toDouble() != 0 &&
+         takes_loss(self.toTensor(), target.toTensor(), reduction.toInt(), beta.toDouble());
 }
 
-// smooth_l1_loss(self, target, reduction, beta)
 bool smooth_l1_rule(Args a) { return loss_rule(a[0], a[1], a[2], a[3]); }
 
 // smooth_l1_loss_backward(grad_output, self, target, reduction, beta): self
@@ -179,74 +157,46 @@ bool smooth_l1_backward_rule(Args a) {
 // max_unpool3d(self, indices, output_size, stride, padding)
 bool max_unpool_rule(Args a) { return floating(a[0]); }
 
-// A max_pool3d input as _dropin._max_pool3d_call routes it: 4-D or 5-D, no
-// empty axis but a 5-D input's N, and a 4-D input with its W fastest (aten's
-// CUDA kernel keeps another layout in its results).
-bool pool_input(const c10::IValue& self) {
-  if (!floating(self)) return false;
-  const at::Tensor& x = self.toTensor();
-  if (x.dim() != 4 && x.dim() != 5) return false;
-  for (int64_t i = x.dim() == 5 ? 1 : 0; i < x.dim(); ++i) {
-    if (x.size(i) <= 0) return false;
-  }
-  return !(x.dim() == 4 && !x.is_contiguous() &&
-           (x.is_contiguous(at::MemoryFormat::ChannelsLast) ||
-            x.unsqueeze(0).is_contiguous(at::MemoryFormat::ChannelsLast3d)));
-}
-
 // max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
-bool max_pool_rule(Args a) { return pool_input(a[0]); }
+bool max_pool_rule(Args a) { return input(kMaxPool, a[0]); }
 
 // max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
 // int64 indices (the contract takes int32 too; aten refuses them)
 bool max_pool_backward_rule(Args a) {
-  return floating(a[0]) && pool_input(a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type() &&
+  return floating(a[0]) && input(kMaxPool, a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type() &&
          a[7].isTensor() && a[7].toTensor().scalar_type() == at::kLong;
 }
 
 // aten's argument order -> torch_aclnn's: indices third.
 void max_pool_backward_order(torch::jit::Stack& s) { std::rotate(s.begin() + 2, s.begin() + 7, s.begin() + 8); }
 
-// upsample_trilinear3d(self, output_size, align_corners, scales_d, scales_h, scales_w): aten refuses an
-// empty C, D, H or W; it takes each axis's scale alone, as the contract does (§10).
-bool upsample_trilinear_rule(Args a) {
-  if (!floating(a[0])) return false;
-  const at::Tensor& x = a[0].toTensor();
-  return x.dim() == 5 && x.size(1) > 0 && x.size(2) > 0 && x.size(3) > 0 && x.size(4) > 0;
-}
+// upsample_trilinear3d(self, output_size, align_corners, scales_d, scales_h, scales_w): aten takes each
+// axis's scale alone, as the contract does (§10).
+bool upsample_trilinear_rule(Args a) { return input(kUpsample, a[0]); }
 
 // upsample_trilinear3d_backward(grad_output, output_size, input_size, align_corners, scales_d, scales_h,
 // scales_w): aten's result follows grad_output's layout, as the contract's does
 bool upsample_trilinear_backward_rule(Args a) { return floating(a[0]); }
 
 // avg_pool3d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-bool avg_pool_rule(Args a) { return pool_input(a[0]); }
+bool avg_pool_rule(Args a) { return input(kAvgPool, a[0]); }
 
 // avg_pool3d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
 //                     divisor_override)
 bool avg_pool_backward_rule(Args a) {
-  return floating(a[0]) && pool_input(a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
+  return floating(a[0]) && input(kAvgPool, a[1]) && a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
 }
 
-// _adaptive_avg_pool3d(self, output_size): an input as _dropin.adaptive_avg_pool3d
-// routes it: 4-D or 5-D, no empty axis but the first (aten refuses one). An
-// output size of 1 never gets here: aten::adaptive_avg_pool3d computes it as
-// a mean; one of 0 is the contract's error, so aten's. Its result is made
-// contiguous, as aten's is in every layout.
-bool adaptive_avg_pool_rule(Args a) {
-  if (!floating(a[0])) return false;
-  const at::Tensor& x = a[0].toTensor();
-  if (x.dim() != 4 && x.dim() != 5) return false;
-  for (int64_t i = 1; i < x.dim(); ++i) {
-    if (x.size(i) <= 0) return false;
-  }
-  return true;
-}
+// _adaptive_avg_pool3d(self, output_size): an output size of 1 never gets
+// here: aten::adaptive_avg_pool3d computes it as a mean; one of 0 is the
+// contract's error, so aten's. Its result is made contiguous, as aten's is in
+// every layout.
+bool adaptive_avg_pool_rule(Args a) { return input(kAdaptivePool, a[0]); }
 
 // _adaptive_avg_pool3d_backward(grad_output, self): one dtype; the result is
 // made contiguous, as aten's is in every layout.
 bool adaptive_avg_pool_backward_rule(Args a) {
-  return floating(a[0]) && adaptive_avg_pool_rule(a[1]) &&
+  return floating(a[0]) && input(kAdaptivePool, a[1]) &&
          a[0].toTensor().scalar_type() == a[1].toTensor().scalar_type();
 }
 
@@ -296,15 +246,12 @@ bool on_cuda(Args a) {
 
 // Whether torch_aclnn's contract error `e` hands the call to aten's kernel:
 // not an IndexError that aten's kernel would not catch (its CUDA kernels stop
-// the process on one, its CPU max_pool3d backward reads out of range).
+// the process on one, its CPU max_pool3d backward reads out of range), nor a
+// RuntimeError (tensors on several devices: aten's error too).
 bool handed_to_aten(const c10::Error& e, Args a, const Route& route) {
-  const bool contract_type = dynamic_cast<const c10::TypeError*>(&e) != nullptr ||
-                             dynamic_cast<const c10::ValueError*>(&e) != nullptr ||
-                             dynamic_cast<const c10::IndexError*>(&e) != nullptr;
-  const std::string& message = e.what_without_backtrace();
-  if (!contract_type || message.rfind("[torch_aclnn", 0) != 0) return false;
-  if (message.substr(0, 40).find("] deferred: ") != std::string::npos) return false;  // (common/deferred.h: kTag)
-  return !(dynamic_cast<const c10::IndexError*>(&e) != nullptr && (on_cuda(a) || !route.aten_checks_indices));
+  if (!is_contract_error(e)) return false;
+  if (dynamic_cast<const c10::IndexError*>(&e) != nullptr) return !on_cuda(a) && route.aten_checks_indices;
+  return dynamic_cast<const c10::TypeError*>(&e) != nullptr || dynamic_cast<const c10::ValueError*>(&e) != nullptr;
 }
 
 // The results of routed calls that autograd records (grad mode on, an input
@@ -520,4 +467,47 @@ PyObject* uninstall(PyObject* /*self*/, PyObject* /*args*/) {
   END_HANDLE_TH_ERRORS
 }
 
-}  // namespace torch_aclnn::dropin
+PyObject* rules(PyObject* /*self*/, PyObject* /*args*/) {
+  HANDLE_TH_ERRORS
+  py::tuple dtypes(std::size(kRoutedDtypes));
+  for (size_t i = 0; i < std::size(kRoutedDtypes); ++i) {
+    dtypes[i] = py::make_tuple(kRoutedDtypes[i].name, kRoutedDtypes[i].max);
+  }
+  py::dict inputs;
+  for (const InputRule& r : kInputRules) {
+    py::tuple nonempty_from(std::size(r.nonempty_from));
+    for (size_t i = 0; i < std::size(r.nonempty_from); ++i) nonempty_from[i] = static_cast<int>(r.nonempty_from[i]);
+    inputs[r.name] = py::make_tuple(nonempty_from, r.w_fastest_4d);
+  }
+  py::dict out;
+  out["dtypes"] = dtypes;
+  out["scalar_limit"] = kScalarLimit;
+  out["inputs"] = inputs;
+  return out.release().ptr();
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* takes(PyObject* /*self*/, PyObject* args) {
+  HANDLE_TH_ERRORS
+  const py::tuple a = py::reinterpret_borrow<py::tuple>(args);
+  TORCH_CHECK_VALUE(a.size() >= 2 && py::isinstance<py::str>(a[0]), "[torch_aclnn] _route_takes(rule, tensors...)");
+  const std::string name = a[0].cast<std::string>();
+  if (name == "loss") {
+    TORCH_CHECK_VALUE(a.size() == 5, "[torch_aclnn] _route_takes('loss', self, target, reduction, beta)");
+    return py::bool_(takes_loss(a[1].cast<at::Tensor>(), a[2].cast<at::Tensor>(), a[3].cast<int64_t>(),
+                                a[4].cast<double>()))
+        .release()
+        .ptr();
+  }
+  if (name == "scalar") {
+    TORCH_CHECK_VALUE(a.size() == 3, "[torch_aclnn] _route_takes('scalar', tensor, value)");
+    return py::bool_(scalar_fits(a[1].cast<at::Tensor>().scalar_type(), a[2].cast<double>())).release().ptr();
+  }
+  const InputRule* rule = input_rule(name);
+  TORCH_CHECK_VALUE(rule != nullptr && a.size() == 2, "[torch_aclnn] _route_takes(rule, tensor): no input rule ",
+                    name);
+  return py::bool_(takes_input(*rule, a[1].cast<at::Tensor>())).release().ptr();
+  END_HANDLE_TH_ERRORS
+}
+
+}  // namespace torch_aclnn::aten_routes
