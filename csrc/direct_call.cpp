@@ -69,27 +69,21 @@ bool to_int(PyObject* o, int64_t& v) {
 }
 
 bool convert(Kind kind, PyObject* o, torch::jit::Stack& stack) {
+  if ((kind == Kind::OptionalFloat || kind == Kind::OptionalInt) && o == Py_None) {
+    stack.emplace_back();
+    return true;
+  }
   switch (kind) {
     case Kind::Tensor:
       if (!THPVariable_CheckExact(o)) return false;
       stack.emplace_back(THPVariable_Unpack(o));
       return true;
     case Kind::OptionalFloat:
-      if (o == Py_None) {
-        stack.emplace_back();
-        return true;
-      }
-      [[fallthrough]];
     case Kind::Float:
       if (!PyFloat_CheckExact(o)) return false;
       stack.emplace_back(PyFloat_AS_DOUBLE(o));
       return true;
     case Kind::OptionalInt:
-      if (o == Py_None) {
-        stack.emplace_back();
-        return true;
-      }
-      [[fallthrough]];
     case Kind::Int: {
       int64_t v = 0;
       if (!to_int(o, v)) return false;

@@ -214,6 +214,20 @@ struct Result {
     r.device = device;
     return r;
   }
+  // A backward's grad_input (pooling, upsample): `sizes` in `format` with
+  // grad_output's dtype; an out= tensor is written directly when dense and
+  // sharing no memory with grad_output.
+  static Result grad_input(c10::SymIntArrayRef sizes, const at::Tensor& grad_output, c10::Device device,
+                           c10::MemoryFormat format) {
+    Result r;
+    r.sizes.assign(sizes.begin(), sizes.end());
+    r.dtype = grad_output.scalar_type();
+    r.device = device;
+    r.format = format;
+    r.out_dense = true;
+    r.reads = {&grad_output};
+    return r;
+  }
 };
 
 // What a contract returns: the result's spec and what the family's kernels

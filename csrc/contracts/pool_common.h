@@ -182,13 +182,7 @@ inline Result grad_input_result(const char* op, const at::Tensor& grad_output, c
     ACLNN_CHECK_VALUE(grad_input.sym_sizes() == s, op, "grad_input must have self's shape ", fmt_list(s),
                       ", got ", fmt_list(grad_input.sym_sizes()));
   }
-  Result r;
-  r.sizes.assign(s.begin(), s.end());
-  r.dtype = grad_output.scalar_type();
-  r.device = device;
-  r.format = result_format(self);
-  r.out_dense = true;
-  r.reads = {&grad_output};
+  Result r = Result::grad_input(s, grad_output, device, result_format(self));
   if (indices != nullptr) r.reads.push_back(indices);
   return r;
 }

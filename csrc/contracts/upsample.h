@@ -152,14 +152,7 @@ inline Plan check_backward_sizes(const char* op, const at::Tensor& grad_output, 
                       "grad_input's D, H, W must equal input_size[2:5] = ", fmt_list(input_size.slice(2)),
                       ", got grad_input shape ", fmt_list(gi));
   }
-  Result r;
-  r.sizes.assign(input_size.begin(), input_size.end());
-  r.dtype = grad_output.scalar_type();
-  r.device = device;
-  r.format = result_format(grad_output);
-  r.out_dense = true;
-  r.reads = {&grad_output};
-  return {r};
+  return {Result::grad_input(input_size, grad_output, device, result_format(grad_output))};
 }
 
 template <Mode mode>

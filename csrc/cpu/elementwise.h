@@ -101,8 +101,14 @@ struct MaskLanes {
 // dense pass streams when its operands together hold at least the
 // last-level cache's size (TORCH_ACLNN_STREAM_BYTES overrides it: a byte
 // count, 0 for every pass). Needs AVX-512 or AVX2.
-#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+#if defined(CPU_CAPABILITY_AVX512)
 constexpr bool kCanStream = true;
+using StreamBits = __m512i;  // one Vectorized's bits
+C10_ALWAYS_INLINE void stream_bits(StreamBits* p, StreamBits bits) { _mm512_stream_si512(p, bits); }
+#elif defined(CPU_CAPABILITY_AVX2)
+constexpr bool kCanStream = true;
+using StreamBits = __m256i;
+C10_ALWAYS_INLINE void stream_bits(StreamBits* p, StreamBits bits) { _mm256_stream_si256(p, bits); }
 #else
 constexpr bool kCanStream = false;
 #endif
@@ -118,20 +124,12 @@ inline bool stream_stores(int64_t operand_bytes) {
 // v stored to p, with a non-temporal store when `stream` (p 64-byte aligned).
 template <typename V, typename scalar_t>
 C10_ALWAYS_INLINE void store_vector(const V& v, scalar_t* p, bool stream) {
-#if defined(CPU_CAPABILITY_AVX512)
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
   if (stream) {
-    static_assert(sizeof(V) == 64);
-    __m512i bits;
-    std::memcpy(&bits, &v, 64);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(p), bits);
-    return;
-  }
-#elif defined(CPU_CAPABILITY_AVX2)
-  if (stream) {
-    static_assert(sizeof(V) == 32);
-    __m256i bits;
-    std::memcpy(&bits, &v, 32);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), bits);
+    static_assert(sizeof(V) == sizeof(StreamBits));
+    StreamBits bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    stream_bits(reinterpret_cast<StreamBits*>(p), bits);
     return;
   }
 #endif

@@ -66,6 +66,22 @@ void check_indices_found(const char* op, const FirstBad& bad, const Geometry& g,
                     "), the flattened output_size ", fmt_list(output_size));
 }
 
+// Runs kernel(T{}, g, ix, xp, bad), T the unsigned integer of dtype's size,
+// over the call's indices (flattenable in fmt), then raises row 15's error
+// for the first out-of-range index the kernel noted.
+template <typename F>
+void unpool(const char* op, const at::Tensor& self, const at::Tensor& indices_, c10::SymIntArrayRef output_size_,
+            MemoryFormat fmt, at::ScalarType dtype, const F& kernel) {
+  const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
+  const at::Tensor indices = flattenable(indices_, fmt);
+  const Geometry g = geometry(self, output_size);
+  const int64_t* ix = indices.const_data_ptr<int64_t>();
+  const Planes xp = planes_of(indices);
+  FirstBad bad;
+  dispatch_by_size(dtype, [&](auto tag) { kernel(tag, g, ix, xp, bad); });
+  check_indices_found(op, bad, g, ix, xp, output_size);
+}
+
 inline bool out_of_range(int64_t v, int64_t oS) {
   return static_cast<uint64_t>(v) >= static_cast<uint64_t>(oS);
 }
@@ -144,22 +160,16 @@ void scatter_kernel(const T* x, Planes sp, const int64_t* ix, Planes xp, T* out,
   });
 }
 
-void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const at::Tensor& indices_,
-                  c10::SymIntArrayRef output_size_, at::IntArrayRef, at::IntArrayRef) {
-  const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
+void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self_, const at::Tensor& indices,
+                  c10::SymIntArrayRef output_size, at::IntArrayRef, at::IntArrayRef) {
   const MemoryFormat fmt = p.result.format;
   const at::Tensor self = flattenable(self_, fmt);
-  const at::Tensor indices = flattenable(indices_, fmt);
-  const Geometry g = geometry(self, output_size);
-  const int64_t* ix = indices.const_data_ptr<int64_t>();
-  const Planes xp = planes_of(indices);
-  FirstBad bad;
-  dispatch_by_size(self.scalar_type(), [&](auto tag) {
-    using T = decltype(tag);
-    scatter_kernel<T>(static_cast<const T*>(self.const_data_ptr()), planes_of(self), ix, xp,
-                      static_cast<T*>(out.mutable_data_ptr()), planes_of(out), g, bad);
-  });
-  check_indices_found(kForward, bad, g, ix, xp, output_size);
+  unpool(kForward, self, indices, output_size, fmt, self.scalar_type(),
+         [&](auto tag, const Geometry& g, const int64_t* ix, Planes xp, FirstBad& bad) {
+           using T = decltype(tag);
+           scatter_kernel<T>(static_cast<const T*>(self.const_data_ptr()), planes_of(self), ix, xp,
+                             static_cast<T*>(out.mutable_data_ptr()), planes_of(out), g, bad);
+         });
 }
 
 // ---------------------------------------------------------------------------
@@ -405,22 +415,16 @@ void gather_kernel(const T* go, Planes gp, const int64_t* ix, Planes xp, T* out,
 
 // grad_input: dense in the result's layout (contiguous for out=).
 void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output_, const at::Tensor& self,
-                   const at::Tensor& indices_, c10::SymIntArrayRef output_size_, at::IntArrayRef, at::IntArrayRef) {
-  const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_);
+                   const at::Tensor& indices, c10::SymIntArrayRef output_size, at::IntArrayRef, at::IntArrayRef) {
   const MemoryFormat fmt = p.result.format;
   TORCH_INTERNAL_ASSERT(grad_input.is_contiguous(fmt));
   const at::Tensor grad_output = flattenable(grad_output_, fmt);
-  const at::Tensor indices = flattenable(indices_, fmt);
-  const Geometry g = geometry(self, output_size);
-  const int64_t* ix = indices.const_data_ptr<int64_t>();
-  const Planes xp = planes_of(indices);
-  FirstBad bad;
-  dispatch_by_size(grad_output.scalar_type(), [&](auto tag) {
-    using T = decltype(tag);
-    gather_kernel<T>(static_cast<const T*>(grad_output.const_data_ptr()), planes_of(grad_output), ix, xp,
-                     static_cast<T*>(grad_input.mutable_data_ptr()), fmt, g, bad);
-  });
-  check_indices_found(kBackward, bad, g, ix, xp, output_size);
+  unpool(kBackward, self, indices, output_size, fmt, grad_output.scalar_type(),
+         [&](auto tag, const Geometry& g, const int64_t* ix, Planes xp, FirstBad& bad) {
+           using T = decltype(tag);
+           gather_kernel<T>(static_cast<const T*>(grad_output.const_data_ptr()), planes_of(grad_output), ix, xp,
+                            static_cast<T*>(grad_input.mutable_data_ptr()), fmt, g, bad);
+         });
 }
 
 }  // namespace
