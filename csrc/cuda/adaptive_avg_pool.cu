@@ -37,54 +37,41 @@ using cuda::with_bool;
 using kernels::Sizes;
 using kernels::Strides;
 
-template <bool channels_last, typename T, typename index_t>
+template <bool backward, bool channels_last, typename T, typename index_t>
 __global__ void __launch_bounds__(kThreads)
-pool_kernel(index_t total, const T* __restrict__ x, Strides<index_t> xs, T* __restrict__ out, Sizes<index_t> s) {
-  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) { kernels::pool_element<channels_last>(p, x, xs, out, s); }
+element_kernel(index_t total, const T* __restrict__ in, Strides<index_t> is, T* __restrict__ out, Sizes<index_t> s) {
+  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) { kernels::element<backward, channels_last>(p, in, is, out, s); }
 }
 
-template <bool channels_last, typename T, typename index_t>
-__global__ void __launch_bounds__(kThreads)
-gather_kernel(index_t total, const T* __restrict__ g, Strides<index_t> gs, T* __restrict__ gi, Sizes<index_t> s) {
-  TORCH_ACLNN_GRID_STRIDE_LOOP(index_t, p, total) { kernels::gather_element<channels_last>(p, g, gs, gi, s); }
+// One thread per element of out, dense in the result's memory format or
+// (out=) the other 5-D one, reading in: the forward pools self into the
+// result, the backward gathers grad_output (in) into grad_input (out), which
+// shares no memory with it. pooled: the call's tensor of the pooled shape.
+template <bool backward>
+void launch(at::Tensor& out, const at::Tensor& in, const at::Tensor& self, const at::Tensor& pooled) {
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  cuda::with_index_type(kernels::narrow(out, in, self, pooled), [&](auto index_tag) {
+    using index_t = decltype(index_tag);
+    const auto s = kernels::sizes_of<index_t>(self, pooled);
+    const auto is = kernels::strides_of<index_t>(in);
+    const index_t total = static_cast<index_t>(out.numel());
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, in.scalar_type(),
+                                    backward ? "adaptive_avg_pool3d_backward_cuda" : "adaptive_avg_pool3d_cuda", [&] {
+      with_bool(kernels::channels_last(out), [&](auto cl) {
+        element_kernel<backward, decltype(cl)::value><<<cuda::blocks_for(total), kThreads, 0, stream>>>(
+            total, in.const_data_ptr<scalar_t>(), is, out.mutable_data_ptr<scalar_t>(), s);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+    });
+  });
 }
 
-// result: dense in the result's memory format, or (out=) the other 5-D one.
 void forward_into(at::Tensor& result, const Plan&, const at::Tensor& self, c10::SymIntArrayRef) {
-  const auto stream = c10::cuda::getCurrentCUDAStream();
-  cuda::with_index_type(kernels::narrow(result, self, self, result), [&](auto index_tag) {
-    using index_t = decltype(index_tag);
-    const auto s = kernels::sizes_of<index_t>(self, result);
-    const auto xs = kernels::strides_of<index_t>(self);
-    const index_t total = static_cast<index_t>(result.numel());
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "adaptive_avg_pool3d_cuda", [&] {
-      with_bool(kernels::channels_last(result), [&](auto cl) {
-        pool_kernel<decltype(cl)::value><<<cuda::blocks_for(total), kThreads, 0, stream>>>(
-            total, self.const_data_ptr<scalar_t>(), xs, result.mutable_data_ptr<scalar_t>(), s);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      });
-    });
-  });
+  launch<false>(result, self, self, result);
 }
 
-// grad_input: dense in the result's memory format, or (out=) the other 5-D
-// one; it shares no memory with grad_output.
 void backward_into(at::Tensor& grad_input, const Plan&, const at::Tensor& grad_output, const at::Tensor& self) {
-  const auto stream = c10::cuda::getCurrentCUDAStream();
-  cuda::with_index_type(kernels::narrow(grad_input, grad_output, self, grad_output), [&](auto index_tag) {
-    using index_t = decltype(index_tag);
-    const auto s = kernels::sizes_of<index_t>(self, grad_output);
-    const auto gs = kernels::strides_of<index_t>(grad_output);
-    const index_t total = static_cast<index_t>(grad_input.numel());
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
-                                    "adaptive_avg_pool3d_backward_cuda", [&] {
-      with_bool(kernels::channels_last(grad_input), [&](auto cl) {
-        gather_kernel<decltype(cl)::value><<<cuda::blocks_for(total), kThreads, 0, stream>>>(
-            total, grad_output.const_data_ptr<scalar_t>(), gs, grad_input.mutable_data_ptr<scalar_t>(), s);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      });
-    });
-  });
+  launch<true>(grad_input, grad_output, self, grad_output);
 }
 
 }  // namespace

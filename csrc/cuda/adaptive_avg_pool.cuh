@@ -51,25 +51,18 @@ struct Sizes {
 template <bool channels_last, typename index_t>
 C10_HOST_DEVICE inline void coords(index_t p, index_t C, index_t a, index_t b, index_t e, index_t& n, index_t& c,
                                    index_t& x, index_t& y, index_t& z) {
-  if (channels_last) {
-    c = p % C;
-    p /= C;
-    z = p % e;
-    p /= e;
-    y = p % b;
-    p /= b;
-    x = p % a;
-    n = p / a;
-  } else {
-    z = p % e;
-    p /= e;
-    y = p % b;
-    p /= b;
-    x = p % a;
-    p /= a;
-    c = p % C;
-    n = p / C;
-  }
+  // The index along an axis of `size`, the fastest of those left.
+  const auto next = [&p](index_t size) {
+    const index_t i = p % size;
+    p /= size;
+    return i;
+  };
+  if (channels_last) c = next(C);
+  z = next(e);
+  y = next(b);
+  x = next(a);
+  if (!channels_last) c = next(C);
+  n = p;
 }
 
 // The forward's element p of out (dense, in its memory order).
@@ -118,6 +111,20 @@ C10_HOST_DEVICE inline void gather_element(index_t p, const T* __restrict__ g, S
     }
   }
   grad_input[p] = static_cast<T>(acc);
+}
+
+// Element p of what a kernel writes (dense, in its memory order) from what
+// it reads (through its strides): the forward's (pool_element: self into
+// the result) or the backward's (gather_element: grad_output into
+// grad_input).
+template <bool backward, bool channels_last, typename T, typename index_t>
+C10_HOST_DEVICE inline void element(index_t p, const T* __restrict__ in, Strides<index_t> is, T* __restrict__ out,
+                                    Sizes<index_t> s) {
+  if constexpr (backward) {
+    gather_element<channels_last>(p, in, is, out, s);
+  } else {
+    pool_element<channels_last>(p, in, is, out, s);
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -26,7 +26,6 @@
 #include "cuda/launch.cuh"
 
 #include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
 #include <torch/library.h>
 
 namespace torch_aclnn::avg_pool {
@@ -35,24 +34,10 @@ namespace {
 using cuda::kThreads;
 using kernels::Dims;
 
-template <typename T>
+template <bool backward, typename T>
 __global__ void __launch_bounds__(kThreads)
-forward_kernel(int64_t total, const T* __restrict__ x, T* __restrict__ out, Dims g) {
-  using A = at::opmath_type<T>;
-  const int64_t oS = g.oD * g.oH * g.oW;
-  TORCH_ACLNN_GRID_STRIDE_LOOP(int64_t, p, total) {
-    out[p] = static_cast<T>(kernels::forward_element<T, A>(x, kernels::logical(g, p, oS), g));
-  }
-}
-
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-gather_kernel(int64_t total, const T* __restrict__ go, T* __restrict__ out, Dims g) {
-  using A = at::opmath_type<T>;
-  const int64_t S = g.D * g.H * g.W;
-  TORCH_ACLNN_GRID_STRIDE_LOOP(int64_t, p, total) {
-    out[p] = static_cast<T>(kernels::gather_element<T, A>(go, kernels::logical(g, p, S), g));
-  }
+element_kernel(int64_t total, const T* __restrict__ in, T* __restrict__ out, Dims g) {
+  TORCH_ACLNN_GRID_STRIDE_LOOP(int64_t, p, total) { out[p] = kernels::element<backward>(in, p, g); }
 }
 
 // The geometry of a call: big has self's shape, small the pooled shape;
@@ -70,34 +55,34 @@ inline c10::MemoryFormat format_of(const Dims& g) {
   return g.channels_last ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
 }
 
-void forward_into(at::Tensor& result, const Plan& plan, const at::Tensor& self, at::IntArrayRef, at::IntArrayRef,
-                  at::IntArrayRef, bool, bool, std::optional<int64_t>) {
-  const Dims g = dims_for(self, result, result, plan.params.window);
-  const at::Tensor x = self.contiguous(format_of(g));
+// One thread per element of out, dense in the result's memory format or
+// (out=) in the other 5-D one, reading in (a dense copy in out's layout): the
+// forward pools self into the result, the backward gathers grad_output (in)
+// into grad_input (out), which shares no memory with it. pooled: the call's
+// tensor of the pooled shape.
+template <bool backward>
+void launch(at::Tensor& out, const at::Tensor& in, const at::Tensor& self, const at::Tensor& pooled,
+            const Window& w) {
+  const Dims g = dims_for(self, pooled, out, w);
+  const at::Tensor x = in.contiguous(format_of(g));
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  const int64_t total = result.numel();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "avg_pool3d_cuda", [&] {
-    forward_kernel<scalar_t><<<cuda::blocks_for(total), kThreads, 0, stream>>>(
-        total, x.const_data_ptr<scalar_t>(), result.mutable_data_ptr<scalar_t>(), g);
+  const int64_t total = out.numel();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, in.scalar_type(),
+                                  backward ? "avg_pool3d_backward_cuda" : "avg_pool3d_cuda", [&] {
+    element_kernel<backward, scalar_t><<<cuda::blocks_for(total), kThreads, 0, stream>>>(
+        total, x.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), g);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
 
-// grad_input: dense in the result's memory format, or (out=) in the other
-// 5-D one; it shares no memory with grad_output.
+void forward_into(at::Tensor& result, const Plan& plan, const at::Tensor& self, at::IntArrayRef, at::IntArrayRef,
+                  at::IntArrayRef, bool, bool, std::optional<int64_t>) {
+  launch<false>(result, self, self, result, plan.params.window);
+}
+
 void backward_into(at::Tensor& grad_input, const Plan& plan, const at::Tensor& grad_output, const at::Tensor& self,
                    at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, bool, bool, std::optional<int64_t>) {
-  const Dims g = dims_for(self, grad_output, grad_input, plan.params.window);
-  const at::Tensor go = grad_output.contiguous(format_of(g));
-  const auto stream = c10::cuda::getCurrentCUDAStream();
-  const int64_t total = grad_input.numel();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "avg_pool3d_backward_cuda",
-                                  [&] {
-                                    gather_kernel<scalar_t><<<cuda::blocks_for(total), kThreads, 0, stream>>>(
-                                        total, go.const_data_ptr<scalar_t>(),
-                                        grad_input.mutable_data_ptr<scalar_t>(), g);
-                                    C10_CUDA_KERNEL_LAUNCH_CHECK();
-                                  });
+  launch<true>(grad_input, grad_output, self, grad_output, plan.params.window);
 }
 
 }  // namespace

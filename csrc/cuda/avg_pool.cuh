@@ -21,6 +21,7 @@
 
 #include "contracts/avg_pool.h"
 
+#include <ATen/OpMathType.h>
 #include <c10/macros/Macros.h>
 
 #include <cstdint>
@@ -117,6 +118,20 @@ C10_HOST_DEVICE inline A gather_element(const T* go, int64_t p, const Dims& g) {
     }
   }
   return sum;
+}
+
+// Element p, in memory order, of what a kernel writes from what it reads
+// (both dense in g's layout), rounded once to T: the forward's pooled
+// element from self (forward_element) or the backward's input element from
+// grad_output (gather_element), each computed by its logical position.
+template <bool backward, typename T>
+C10_HOST_DEVICE inline T element(const T* in, int64_t p, const Dims& g) {
+  using A = at::opmath_type<T>;
+  if constexpr (backward) {
+    return static_cast<T>(gather_element<T, A>(in, logical(g, p, g.D * g.H * g.W), g));
+  } else {
+    return static_cast<T>(forward_element<T, A>(in, logical(g, p, g.oD * g.oH * g.oW), g));
+  }
 }
 
 }  // namespace torch_aclnn::avg_pool::kernels

@@ -35,7 +35,7 @@ using kernels::Forward;
 void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self, const c10::Scalar&, const c10::Scalar&,
                   const c10::Scalar&) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "elu_cuda", [&] {
-    cuda::map_into<scalar_t>(out, Forward<scalar_t>{Coefs<scalar_t>(p.params)}, self);
+    cuda::map_into<scalar_t>(out, Forward<scalar_t>{{Coefs<scalar_t>(p.params)}}, self);
   });
 }
 
@@ -46,10 +46,10 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
                    const c10::Scalar&, const c10::Scalar&, bool is_result, const at::Tensor& self_or_result) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "elu_backward_cuda", [&] {
     if (is_result) {
-      cuda::map_into<scalar_t>(grad_input, Backward<scalar_t, true>{Coefs<scalar_t>(p.params)}, grad_output,
+      cuda::map_into<scalar_t>(grad_input, Backward<scalar_t, true>{{Coefs<scalar_t>(p.params)}}, grad_output,
                                self_or_result);
     } else {
-      cuda::map_into<scalar_t>(grad_input, Backward<scalar_t, false>{Coefs<scalar_t>(p.params)}, grad_output,
+      cuda::map_into<scalar_t>(grad_input, Backward<scalar_t, false>{{Coefs<scalar_t>(p.params)}}, grad_output,
                                self_or_result);
     }
   });

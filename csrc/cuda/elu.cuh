@@ -4,6 +4,7 @@
 #pragma once
 
 #include "contracts/elu.h"
+#include "cuda/opmath.cuh"
 
 #include <ATen/OpMathType.h>
 #include <c10/macros/Macros.h>
@@ -23,30 +24,34 @@ struct Coefs {
         negiptcoef(static_cast<T>(p.input_scale)) {}
 };
 
+// The formulas in T (InOpmath widens the operands and rounds the result).
 template <typename scalar_t>
-struct Forward {
+struct ForwardFormula {
   using T = at::opmath_type<scalar_t>;
   Coefs<scalar_t> c;
-  C10_HOST_DEVICE scalar_t operator()(scalar_t xs) const {
-    const T x = static_cast<T>(xs);
+  C10_HOST_DEVICE T operator()(T x) const {
     // x = +-0 takes the positive branch (aten's CPU rule; aten's CUDA kernel takes x > 0)
-    return static_cast<scalar_t>(x >= T(0) ? x * c.poscoef : std::expm1(x * c.negiptcoef) * c.negcoef);
+    return x >= T(0) ? x * c.poscoef : std::expm1(x * c.negiptcoef) * c.negcoef;
   }
 };
 
 template <typename scalar_t, bool is_result>
-struct Backward {
+struct BackwardFormula {
   using T = at::opmath_type<scalar_t>;
   Coefs<scalar_t> c;
-  C10_HOST_DEVICE scalar_t operator()(scalar_t gs, scalar_t xs) const {
-    const T g = static_cast<T>(gs), x = static_cast<T>(xs);
-    if (x > T(0)) return static_cast<scalar_t>(g * c.poscoef);
+  C10_HOST_DEVICE T operator()(T g, T x) const {
+    if (x > T(0)) return g * c.poscoef;
     if constexpr (is_result) {
-      return static_cast<scalar_t>(g * c.negiptcoef * (x + c.negcoef));
+      return g * c.negiptcoef * (x + c.negcoef);
     } else {
-      return static_cast<scalar_t>(g * c.negiptcoef * c.negcoef * std::exp(x * c.negiptcoef));
+      return g * c.negiptcoef * c.negcoef * std::exp(x * c.negiptcoef);
     }
   }
 };
+
+template <typename scalar_t>
+using Forward = cuda::InOpmath<scalar_t, ForwardFormula<scalar_t>>;
+template <typename scalar_t, bool is_result>
+using Backward = cuda::InOpmath<scalar_t, BackwardFormula<scalar_t, is_result>>;
 
 }  // namespace torch_aclnn::elu::kernels

@@ -23,7 +23,7 @@ using kernels::Slope;
 
 void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self, const c10::Scalar&) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "leaky_relu_cuda", [&] {
-    cuda::map_into<scalar_t>(out, Forward<scalar_t>{Slope<scalar_t>(p.params)}, self);
+    cuda::map_into<scalar_t>(out, Forward<scalar_t>{{Slope<scalar_t>(p.params)}}, self);
   });
 }
 
@@ -34,7 +34,8 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
                    const c10::Scalar&, bool) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(), "leaky_relu_backward_cuda",
                                   [&] {
-                                    cuda::map_into<scalar_t>(grad_input, Backward<scalar_t>{Slope<scalar_t>(p.params)},
+                                    cuda::map_into<scalar_t>(grad_input,
+                                                             Backward<scalar_t>{{Slope<scalar_t>(p.params)}},
                                                              grad_output, self);
                                   });
 }

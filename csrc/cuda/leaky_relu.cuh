@@ -4,6 +4,7 @@
 #pragma once
 
 #include "contracts/leaky_relu.h"
+#include "cuda/opmath.cuh"
 
 #include <ATen/OpMathType.h>
 #include <c10/macros/Macros.h>
@@ -18,27 +19,27 @@ struct Slope {
   explicit Slope(const Params& p) : slope(static_cast<T>(p.negative_slope)) {}
 };
 
-// x > 0 ? x : x * negative_slope, in opmath, rounded once (x * 1 == x: the
-// CPU kernel's x * (x > 0 ? 1 : negative_slope), bit for bit).
+// x > 0 ? x : x * negative_slope, in T (InOpmath widens x and rounds the
+// result once; x * 1 == x: the CPU kernel's x * (x > 0 ? 1 : negative_slope),
+// bit for bit).
 template <typename scalar_t>
-struct Forward {
+struct ForwardFormula {
   using T = at::opmath_type<scalar_t>;
   Slope<scalar_t> s;
-  C10_HOST_DEVICE scalar_t operator()(scalar_t xs) const {
-    const T x = static_cast<T>(xs);
-    return static_cast<scalar_t>(x > T(0) ? x : x * s.slope);
-  }
+  C10_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : x * s.slope; }
 };
 
 // x > 0 ? g : g * negative_slope (x is self, or the forward's result).
 template <typename scalar_t>
-struct Backward {
+struct BackwardFormula {
   using T = at::opmath_type<scalar_t>;
   Slope<scalar_t> s;
-  C10_HOST_DEVICE scalar_t operator()(scalar_t gs, scalar_t xs) const {
-    const T g = static_cast<T>(gs), x = static_cast<T>(xs);
-    return static_cast<scalar_t>(x > T(0) ? g : g * s.slope);
-  }
+  C10_HOST_DEVICE T operator()(T g, T x) const { return x > T(0) ? g : g * s.slope; }
 };
+
+template <typename scalar_t>
+using Forward = cuda::InOpmath<scalar_t, ForwardFormula<scalar_t>>;
+template <typename scalar_t>
+using Backward = cuda::InOpmath<scalar_t, BackwardFormula<scalar_t>>;
 
 }  // namespace torch_aclnn::leaky_relu::kernels

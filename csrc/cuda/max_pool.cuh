@@ -126,37 +126,36 @@ struct Axis {
   }
 };
 
+// Flat position k of a plane of H x W rows -> (d, h, w).
+template <typename index_t>
+struct Unflatten {
+  Divider<index_t> W, H;
+
+  Unflatten() = default;
+  Unflatten(int64_t H_, int64_t W_) : W(static_cast<index_t>(W_)), H(static_cast<index_t>(H_)) {}
+
+  C10_HOST_DEVICE inline void operator()(index_t k, index_t& d, index_t& h, index_t& w) const {
+    const auto q = W.divmod(k);
+    w = q.mod;
+    const auto r = H.divmod(q.div);
+    h = r.mod;
+    d = r.div;
+  }
+};
+
 // The pooling's geometry as the kernels use it.
 template <typename index_t>
 struct Pool {
   Axis<index_t> axis[3];  // D, H, W
-  Divider<index_t> W, H, oW, oH;
+  Unflatten<index_t> in, pooled;  // self's planes (S elements), the pooled ones (oS)
   int64_t C, S, oS;
 
   Pool() = default;
-  Pool(const Geometry& g, const Window& w)
-      : W(static_cast<index_t>(g.W)),
-        H(static_cast<index_t>(g.H)),
-        oW(static_cast<index_t>(g.oW)),
-        oH(static_cast<index_t>(g.oH)),
-        C(g.C),
-        S(g.S),
-        oS(g.oS) {
-    const int64_t pooled[3] = {g.oD, g.oH, g.oW};
+  Pool(const Geometry& g, const Window& w) : in(g.H, g.W), pooled(g.oH, g.oW), C(g.C), S(g.S), oS(g.oS) {
+    const int64_t sizes[3] = {g.oD, g.oH, g.oW};
     for (int i = 0; i < 3; ++i) {
-      axis[i] = Axis<index_t>(pooled[i], w.kernel[i], w.stride[i], w.padding[i], w.dilation[i]);
+      axis[i] = Axis<index_t>(sizes[i], w.kernel[i], w.stride[i], w.padding[i], w.dilation[i]);
     }
-  }
-
-  // Flat position k of a plane of S (or, with the pooled dividers, oS)
-  // elements -> (d, h, w).
-  C10_HOST_DEVICE inline void unflatten(index_t k, const Divider<index_t>& by_w, const Divider<index_t>& by_h,
-                                        index_t& d, index_t& h, index_t& w) const {
-    const auto q = by_w.divmod(k);
-    w = q.mod;
-    const auto r = by_h.divmod(q.div);
-    h = r.mod;
-    d = r.div;
   }
 
   // Row 12: flat input position v is a position of the window of pooled
@@ -164,8 +163,8 @@ struct Pool {
   C10_HOST_DEVICE inline bool tap(int64_t v, index_t o) const {
     if (static_cast<uint64_t>(v) >= static_cast<uint64_t>(S)) return false;
     index_t z, y, x, od, oh, ow;
-    unflatten(static_cast<index_t>(v), W, H, z, y, x);
-    unflatten(o, oW, oH, od, oh, ow);
+    in(static_cast<index_t>(v), z, y, x);
+    pooled(o, od, oh, ow);
     return axis[0].tap(z, od) && axis[1].tap(y, oh) && axis[2].tap(x, ow);
   }
 };
@@ -206,7 +205,7 @@ C10_HOST_DEVICE inline void gather_element(index_t p, const T* __restrict__ go, 
   index_t n, c, k;
   walk.template split<channels_last>(p, n, c, k);
   index_t d, h, w;
-  pool.unflatten(k, pool.W, pool.H, d, h, w);
+  pool.in(k, d, h, w);
   const Axis<index_t>& ad = pool.axis[0];
   const Axis<index_t>& ah = pool.axis[1];
   const Axis<index_t>& aw = pool.axis[2];
@@ -254,19 +253,18 @@ struct PlaneTaps {
   }
 };
 
-// The pooling as the forward uses it: the pooled dividers (flat o ->
-// (od, oh, ow)) and window_max's signed sizes and window.
+// The pooling as the forward uses it: flat o -> (od, oh, ow), and
+// window_max's signed sizes and window.
 template <typename index_t>
 struct Windows {
   using signed_t = std::make_signed_t<index_t>;
-  Divider<index_t> oW, oH;
+  Unflatten<index_t> pooled;
   signed_t D, H, W;
   signed_t kernel[3], stride[3], padding[3], dilation[3];
 
   Windows() = default;
   Windows(const Geometry& g, const Window& w)
-      : oW(static_cast<index_t>(g.oW)),
-        oH(static_cast<index_t>(g.oH)),
+      : pooled(g.oH, g.oW),
         D(static_cast<signed_t>(g.D)),
         H(static_cast<signed_t>(g.H)),
         W(static_cast<signed_t>(g.W)) {
@@ -287,14 +285,13 @@ C10_HOST_DEVICE inline void max_element(index_t p, const T* __restrict__ x, cons
   using signed_t = std::make_signed_t<index_t>;
   index_t n, c, o;
   walk.template split<channels_last>(p, n, c, o);
-  const auto q = win.oW.divmod(o);
-  const auto r = win.oH.divmod(q.div);
+  index_t od, oh, ow;
+  win.pooled(o, od, oh, ow);
   const PlaneTaps<A, T, index_t> taps{x + (n * sp.sN + c * sp.sC), sp.sK};
   A value;
   signed_t index;
-  window_max<A, signed_t>(taps, static_cast<signed_t>(r.div), static_cast<signed_t>(r.mod),
-                          static_cast<signed_t>(q.mod), win.D, win.H, win.W, win.kernel, win.stride, win.padding,
-                          win.dilation, value, index);
+  window_max<A, signed_t>(taps, static_cast<signed_t>(od), static_cast<signed_t>(oh), static_cast<signed_t>(ow),
+                          win.D, win.H, win.W, win.kernel, win.stride, win.padding, win.dilation, value, index);
   const index_t dst = n * op.sN + c * op.sC + o * op.sK;
   out[dst] = taps.x[static_cast<index_t>(index) * taps.sK];  // the element itself: its bits, NaN payloads too
   ix[dst] = static_cast<int64_t>(index);

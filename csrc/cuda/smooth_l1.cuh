@@ -7,6 +7,7 @@
 #pragma once
 
 #include "contracts/smooth_l1.h"
+#include "cuda/opmath.cuh"
 
 #include <ATen/OpMathType.h>
 #include <c10/macros/Macros.h>
@@ -28,13 +29,7 @@ struct Loss {
 
 // The 'none' loss of scalar_t operands, rounded once.
 template <typename scalar_t>
-struct LossNone {
-  using T = at::opmath_type<scalar_t>;
-  Loss<T> f;
-  C10_HOST_DEVICE scalar_t operator()(scalar_t a, scalar_t b) const {
-    return static_cast<scalar_t>(f(static_cast<T>(a), static_cast<T>(b)));
-  }
-};
+using LossNone = cuda::InOpmath<scalar_t, Loss<at::opmath_type<scalar_t>>>;
 
 // d = a - b;  r = |d| >= beta ? sign(d) : d / beta  (sign(0) = 0; a NaN d
 // fails the test and gives d / beta = NaN);  grad = norm * r * g.

@@ -54,11 +54,11 @@
 //
 // Indexing: 32-bit (with fast division by invariant integers) when every
 // offset fits, 64-bit otherwise (aten's CUDA upsample is capped at 2^31).
-#include "cuda/upsample.cuh"
 #include "cuda/launch.cuh"
+#include "cuda/upsample.cuh"
+#include "cuda/upsample_launch.cuh"
 
 #include <ATen/Dispatch.h>
-#include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 namespace torch_aclnn::upsample {
@@ -69,7 +69,6 @@ using cuda::kThreads;
 using cuda::Unravel5;
 using kernels::Strides5;
 using kernels::strides_of;
-using kernels::walk_of;
 
 // ---------------------------------------------------------------------------
 // Forward
@@ -89,29 +88,15 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self, c10::S
   const Scale scales[3] = {sd, sh, sw};
   const Axes a = make_axes(self.sizes(), C10_AS_INTARRAYREF_SLOW(output_size), scales);
   const bool cl = p.result.format == MemoryFormat::ChannelsLast3d;
-  const auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "upsample_nearest3d_cuda", [&] {
-    cuda::with_index_type(cuda::fits_32bit({&self, &out}), [&](auto index_tag) {
-      using index_t = decltype(index_tag);
-      auto kernel = cl ? forward_kernel<mode, true, scalar_t, index_t> : forward_kernel<mode, false, scalar_t, index_t>;
-      kernel<<<cuda::blocks_for(out.numel()), kThreads, 0, stream>>>(
-          self.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), static_cast<index_t>(out.numel()),
-          walk_of<index_t>(out, cl), strides_of<index_t>(self), a);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    });
+    kernels::launch_walk<scalar_t>(self, out, cl, [](auto c, auto index_tag) {
+      return forward_kernel<mode, decltype(c)::value, scalar_t, decltype(index_tag)>;
+    }, a);
   });
 }
 
 // ---------------------------------------------------------------------------
 // Backward
-
-template <Mode mode>
-__global__ void __launch_bounds__(kThreads) window_kernel(int64_t* __restrict__ win, Axes a) {
-  const int64_t total = kernels::window_entries(a);
-  TORCH_ACLNN_GRID_STRIDE_LOOP(int64_t, t, total) {
-    kernels::window_entry<mode>(t, win, a);
-  }
-}
 
 // One thread per unit of the path's kernel (upsample.cuh, backward_unit).
 template <kernels::Kernel kernel, int Taps, bool channels_last, typename scalar_t, typename index_t>
@@ -144,10 +129,7 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
       kernels::Windows<index_t> win = kernels::folds_of<index_t>(a, folds);
       at::Tensor table;
       if (kernels::needs_table(win, path)) {
-        const int64_t entries = kernels::window_entries(a);
-        table = at::empty({2 * entries}, grad_input.options().dtype(at::kLong));
-        window_kernel<mode><<<cuda::blocks_for(entries), kThreads, 0, stream>>>(table.mutable_data_ptr<int64_t>(), a);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        table = kernels::window_table<Axes, kernels::window_entry<mode>>(grad_input, kernels::window_entries(a), a);
         win.table = table.const_data_ptr<int64_t>();
       }
       kernels::with_path(path, cl, [&](auto kernel, auto taps, auto c) {

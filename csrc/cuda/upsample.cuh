@@ -382,15 +382,28 @@ struct PackAt {
   }
 };
 
-// A pack's sums, each rounded once, stored with one 16-byte store as pack q
-// of grad_input.
-template <typename scalar_t, typename acc_t, typename index_t>
-C10_HOST_DEVICE inline void store_sums(scalar_t* __restrict__ gi, index_t q,
-                                       const acc_t (&acc)[kPack<scalar_t>]) {
+// What every packed kernel does with pack q of grad_input (p: its place):
+// V = kPack sums from +0.0 in opmath, each rounded once, stored with one
+// 16-byte store. add_row(row, add) adds to them the W taps of each row of
+// the pack's D and H windows, in (d, h) order (row: base + d * sD + h * sH),
+// add(v, x) adding element x to sum v.
+template <bool channels_last, typename scalar_t, typename index_t, typename AddRow>
+C10_HOST_DEVICE inline void pack_sums(const PackAt<channels_last, index_t>& p, index_t q, scalar_t* __restrict__ gi,
+                                      const scalar_t* base, const Strides5<index_t>& st, const AddRow& add_row) {
+  using acc_t = at::opmath_type<scalar_t>;
+  constexpr int V = static_cast<int>(kPack<scalar_t>);
+  const index_t d0 = p.d0, d1 = p.d1, h0 = p.h0, h1 = p.h1;
+  acc_t acc[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
+  const auto add = [&acc](int v, scalar_t x) { acc[v] += static_cast<acc_t>(x); };
+  for (index_t d = d0; d < d1; ++d) {
+    for (index_t h = h0; h < h1; ++h) add_row(base + d * st.s[2] + h * st.s[3], add);
+  }
   Pack<scalar_t> out;
 #pragma unroll
-  for (int v = 0; v < static_cast<int>(kPack<scalar_t>); ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
-  *as_pack<Pack<scalar_t>>(gi + q * static_cast<index_t>(kPack<scalar_t>)) = out;
+  for (int v = 0; v < V; ++v) out.v[v] = static_cast<scalar_t>(acc[v]);
+  *as_pack<Pack<scalar_t>>(gi + q * static_cast<index_t>(V)) = out;
 }
 
 // Backward, packed (Kernel::kFold: W a uniform fold by L, NCDHW): pack q
@@ -402,31 +415,21 @@ C10_HOST_DEVICE inline void store_sums(scalar_t* __restrict__ gi, index_t q,
 //
 // The D and H windows come from `win` (a fold or the table); W is the fold L.
 template <int L, typename scalar_t, typename index_t>
-C10_HOST_DEVICE inline void backward_pack(index_t q, const scalar_t* __restrict__ go, scalar_t* __restrict__ gi,
-                                          const Unravel5<index_t>& unravel, const Strides5<index_t>& st,
-                                          const Windows<index_t>& win) {
-  using acc_t = at::opmath_type<scalar_t>;
+C10_HOST_DEVICE inline void backward_pack(const PackAt<false, index_t>& p, index_t q, const scalar_t* __restrict__ go,
+                                          scalar_t* __restrict__ gi, const Strides5<index_t>& st) {
   constexpr int V = static_cast<int>(kPack<scalar_t>);
-  const PackAt<false, index_t> p(q, unravel, win);
-  const index_t d0 = p.d0, d1 = p.d1, h0 = p.h0, h1 = p.h1;
   const scalar_t* base = go + p.n * st.s[0] + p.c * st.s[1] + p.k * static_cast<index_t>(L * V);
-  acc_t acc[V];
+  pack_sums(p, q, gi, base, st, [&](const scalar_t* row, const auto& add) {
+    const auto* packs = as_pack<const Pack<scalar_t>>(row);
+    Pack<scalar_t> in[L];
 #pragma unroll
-  for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
-  for (index_t d = d0; d < d1; ++d) {
-    for (index_t h = h0; h < h1; ++h) {
-      const auto* row = as_pack<const Pack<scalar_t>>(base + d * st.s[2] + h * st.s[3]);
-      Pack<scalar_t> in[L];
+    for (int f = 0; f < L; ++f) in[f] = packs[f];
 #pragma unroll
-      for (int f = 0; f < L; ++f) in[f] = row[f];
+    for (int v = 0; v < V; ++v) {
 #pragma unroll
-      for (int v = 0; v < V; ++v) {
-#pragma unroll
-        for (int t = 0; t < L; ++t) acc[v] += static_cast<acc_t>(in[(v * L + t) / V].v[(v * L + t) % V]);
-      }
+      for (int t = 0; t < L; ++t) add(v, in[(v * L + t) / V].v[(v * L + t) % V]);
     }
-  }
-  store_sums(gi, q, acc);
+  });
 }
 
 // A W window [w0, w1) of at most Taps taps (Taps > 0, backward_path), as
@@ -463,39 +466,28 @@ struct TapLoads {
 // Each element adds its window in (d, h, w) order from +0.0 in opmath and
 // rounds once, as backward_element does.
 template <int Taps, typename scalar_t, typename index_t>
-C10_HOST_DEVICE inline void backward_row_pack(index_t q, const scalar_t* __restrict__ go,
-                                              scalar_t* __restrict__ gi, const Unravel5<index_t>& unravel,
+C10_HOST_DEVICE inline void backward_row_pack(const PackAt<false, index_t>& p, index_t q,
+                                              const scalar_t* __restrict__ go, scalar_t* __restrict__ gi,
                                               const Strides5<index_t>& st, const Windows<index_t>& win) {
-  using acc_t = at::opmath_type<scalar_t>;
   constexpr int V = static_cast<int>(kPack<scalar_t>);
-  const PackAt<false, index_t> p(q, unravel, win);
-  const index_t d0 = p.d0, d1 = p.d1, h0 = p.h0, h1 = p.h1;
   index_t w0[V], w1[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) win.of(2, p.k * static_cast<index_t>(V) + static_cast<index_t>(v), w0[v], w1[v]);
-  const scalar_t* base = go + p.n * st.s[0] + p.c * st.s[1];
-  acc_t acc[V];
+  pack_sums(p, q, gi, go + p.n * st.s[0] + p.c * st.s[1], st, [&](const scalar_t* row, const auto& add) {
+    const auto at = [&](index_t w) { return row[w * st.s[4]]; };
+    if constexpr (Taps == 0) {
 #pragma unroll
-  for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
-  for (index_t d = d0; d < d1; ++d) {
-    for (index_t h = h0; h < h1; ++h) {
-      const scalar_t* row = base + d * st.s[2] + h * st.s[3];
-      const auto at = [&](index_t w) { return row[w * st.s[4]]; };
-      if constexpr (Taps == 0) {
-#pragma unroll
-        for (int v = 0; v < V; ++v) {
-          for (index_t w = w0[v]; w < w1[v]; ++w) acc[v] += static_cast<acc_t>(at(w));
-        }
-      } else {
-        TapLoads<Taps, scalar_t> taps[V];
-#pragma unroll
-        for (int v = 0; v < V; ++v) taps[v].load(w0[v], w1[v], at);
-#pragma unroll
-        for (int v = 0; v < V; ++v) taps[v].added([&](scalar_t x) { acc[v] += static_cast<acc_t>(x); });
+      for (int v = 0; v < V; ++v) {
+        for (index_t w = w0[v]; w < w1[v]; ++w) add(v, at(w));
       }
+    } else {
+      TapLoads<Taps, scalar_t> taps[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) taps[v].load(w0[v], w1[v], at);
+#pragma unroll
+      for (int v = 0; v < V; ++v) taps[v].added([&](scalar_t x) { add(v, x); });
     }
-  }
-  store_sums(gi, q, acc);
+  });
 }
 
 // Backward, a pack of channels (Kernel::kChannels, channels_last_3d): pack q
@@ -505,37 +497,27 @@ C10_HOST_DEVICE inline void backward_row_pack(index_t q, const scalar_t* __restr
 // first add). Each channel adds its window in (d, h, w) order from +0.0 in opmath
 // and rounds once, as backward_element does.
 template <int Taps, typename scalar_t, typename index_t>
-C10_HOST_DEVICE inline void backward_channel_pack(index_t q, const scalar_t* __restrict__ go,
-                                                  scalar_t* __restrict__ gi, const Unravel5<index_t>& unravel,
+C10_HOST_DEVICE inline void backward_channel_pack(const PackAt<true, index_t>& p, index_t q,
+                                                  const scalar_t* __restrict__ go, scalar_t* __restrict__ gi,
                                                   const Strides5<index_t>& st, const Windows<index_t>& win) {
-  using acc_t = at::opmath_type<scalar_t>;
   constexpr int V = static_cast<int>(kPack<scalar_t>);
-  const PackAt<true, index_t> p(q, unravel, win);
-  const index_t d0 = p.d0, d1 = p.d1, h0 = p.h0, h1 = p.h1;
   index_t w0, w1;
   win.of(2, p.k, w0, w1);
   const scalar_t* base = go + p.n * st.s[0] + p.c * static_cast<index_t>(V);  // (channels dense: s[1] == 1)
-  acc_t acc[V];
+  pack_sums(p, q, gi, base, st, [&](const scalar_t* row, const auto& add) {
+    const auto add_pack = [&](const Pack<scalar_t>& in) {
 #pragma unroll
-  for (int v = 0; v < V; ++v) acc[v] = acc_t(0);
-  const auto add = [&](const Pack<scalar_t>& in) {
-#pragma unroll
-    for (int v = 0; v < V; ++v) acc[v] += static_cast<acc_t>(in.v[v]);
-  };
-  for (index_t d = d0; d < d1; ++d) {
-    for (index_t h = h0; h < h1; ++h) {
-      const scalar_t* row = base + d * st.s[2] + h * st.s[3];
-      const auto at = [&](index_t w) { return *as_pack<const Pack<scalar_t>>(row + w * st.s[4]); };
-      if constexpr (Taps == 0) {
-        for (index_t w = w0; w < w1; ++w) add(at(w));
-      } else {
-        TapLoads<Taps, Pack<scalar_t>> taps;
-        taps.load(w0, w1, at);
-        taps.added(add);
-      }
+      for (int v = 0; v < V; ++v) add(v, in.v[v]);
+    };
+    const auto at = [&](index_t w) { return *as_pack<const Pack<scalar_t>>(row + w * st.s[4]); };
+    if constexpr (Taps == 0) {
+      for (index_t w = w0; w < w1; ++w) add_pack(at(w));
+    } else {
+      TapLoads<Taps, Pack<scalar_t>> taps;
+      taps.load(w0, w1, at);
+      taps.added(add_pack);
     }
-  }
-  store_sums(gi, q, acc);
+  });
 }
 
 // One thread's work on the path's kernel (with_path): unit q, an element or
@@ -546,12 +528,15 @@ C10_HOST_DEVICE inline void backward_unit(index_t q, const scalar_t* __restrict_
                                           const Windows<index_t>& win) {
   if constexpr (kernel == Kernel::kElement) {
     backward_element<channels_last>(q, go, gi, unravel, st, win);
-  } else if constexpr (kernel == Kernel::kFold) {
-    backward_pack<Taps>(q, go, gi, unravel, st, win);
-  } else if constexpr (kernel == Kernel::kRow) {
-    backward_row_pack<Taps>(q, go, gi, unravel, st, win);
   } else {
-    backward_channel_pack<Taps>(q, go, gi, unravel, st, win);
+    const PackAt<channels_last, index_t> p(q, unravel, win);
+    if constexpr (kernel == Kernel::kFold) {
+      backward_pack<Taps>(p, q, go, gi, st);
+    } else if constexpr (kernel == Kernel::kRow) {
+      backward_row_pack<Taps>(p, q, go, gi, st, win);
+    } else {
+      backward_channel_pack<Taps>(p, q, go, gi, st, win);
+    }
   }
 }
 

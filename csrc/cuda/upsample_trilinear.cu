@@ -21,10 +21,10 @@
 //
 // Indexing: 32-bit when every offset fits, 64-bit otherwise.
 #include "cuda/launch.cuh"
+#include "cuda/upsample_launch.cuh"
 #include "cuda/upsample_trilinear.cuh"
 
 #include <ATen/Dispatch.h>
-#include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 namespace torch_aclnn::upsample_trilinear {
@@ -34,8 +34,6 @@ using c10::MemoryFormat;
 using cuda::kThreads;
 using cuda::Unravel5;
 using kernels::Strides5;
-using kernels::strides_of;
-using kernels::walk_of;
 
 template <bool channels_last, typename scalar_t, typename index_t>
 __global__ void __launch_bounds__(kThreads)
@@ -52,25 +50,11 @@ void forward_into(at::Tensor& out, const Plan& p, const at::Tensor& self, c10::S
   const Scale scales[3] = {sd, sh, sw};
   const Geometry g = make_geometry(self.sizes(), C10_AS_INTARRAYREF_SLOW(output_size), align_corners, scales);
   const bool cl = p.result.format == MemoryFormat::ChannelsLast3d;
-  const auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "upsample_trilinear3d_cuda", [&] {
-    cuda::with_index_type(cuda::fits_32bit({&self, &out}), [&](auto index_tag) {
-      using index_t = decltype(index_tag);
-      auto kernel = cl ? forward_kernel<true, scalar_t, index_t> : forward_kernel<false, scalar_t, index_t>;
-      kernel<<<cuda::blocks_for(out.numel()), kThreads, 0, stream>>>(
-          self.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), static_cast<index_t>(out.numel()),
-          walk_of<index_t>(out, cl), strides_of<index_t>(self), g);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    });
+    upsample::kernels::launch_walk<scalar_t>(self, out, cl, [](auto c, auto index_tag) {
+      return forward_kernel<decltype(c)::value, scalar_t, decltype(index_tag)>;
+    }, g);
   });
-}
-
-template <typename acc_t>
-__global__ void __launch_bounds__(kThreads) window_kernel(int64_t* __restrict__ table, Geometry g) {
-  const int64_t total = kernels::window_entries(g);
-  TORCH_ACLNN_GRID_STRIDE_LOOP(int64_t, e, total) {
-    kernels::window_entry<acc_t>(e, table, g);
-  }
 }
 
 template <bool channels_last, typename scalar_t, typename index_t>
@@ -91,25 +75,16 @@ void backward_into(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad
   const Scale scales[3] = {sd, sh, sw};
   const MemoryFormat fmt = dense_format_5d(grad_input, p.result.format);
   const bool cl = fmt == MemoryFormat::ChannelsLast3d;
-  const auto stream = c10::cuda::getCurrentCUDAStream();
   const Geometry g = make_geometry(C10_AS_INTARRAYREF_SLOW(input_size), C10_AS_INTARRAYREF_SLOW(output_size),
                                    align_corners, scales);
-  const int64_t entries = kernels::window_entries(g);
-  at::Tensor table = at::empty({2 * entries}, grad_input.options().dtype(at::kLong));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_output.scalar_type(),
                                   "upsample_trilinear3d_backward_cuda", [&] {
     using acc_t = at::opmath_type<scalar_t>;
-    window_kernel<acc_t><<<cuda::blocks_for(entries), kThreads, 0, stream>>>(table.mutable_data_ptr<int64_t>(), g);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    cuda::with_index_type(cuda::fits_32bit({&grad_output, &grad_input}), [&](auto index_tag) {
-      using index_t = decltype(index_tag);
-      auto kernel = cl ? backward_kernel<true, scalar_t, index_t> : backward_kernel<false, scalar_t, index_t>;
-      kernel<<<cuda::blocks_for(grad_input.numel()), kThreads, 0, stream>>>(
-          grad_output.const_data_ptr<scalar_t>(), grad_input.mutable_data_ptr<scalar_t>(),
-          static_cast<index_t>(grad_input.numel()), walk_of<index_t>(grad_input, cl), strides_of<index_t>(grad_output),
-          table.const_data_ptr<int64_t>(), g);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    });
+    const at::Tensor table = upsample::kernels::window_table<Geometry, kernels::window_entry<acc_t>>(
+        grad_input, kernels::window_entries(g), g);
+    upsample::kernels::launch_walk<scalar_t>(grad_output, grad_input, cl, [](auto c, auto index_tag) {
+      return backward_kernel<decltype(c)::value, scalar_t, decltype(index_tag)>;
+    }, table.const_data_ptr<int64_t>(), g);
   });
 }
 

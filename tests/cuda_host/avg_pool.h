@@ -8,25 +8,31 @@
 #pragma once
 
 #include "cuda/avg_pool.cuh"
-
-#include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
+#include "launch.h"
 
 #include <optional>
 
 namespace host_avg_pool {
 
 using namespace torch_aclnn::avg_pool;
-
-inline c10::MemoryFormat format(bool channels_last) {
-  return channels_last ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
-}
+using host_launch::format;
 
 kernels::Dims dims(const at::Tensor& big, const at::Tensor& small, const Window& w, bool channels_last) {
   const int64_t d = big.dim() - 3;
   const int64_t C = big.dim() == 5 ? big.size(1) : 1;
   return kernels::dims_of(C, big.size(d), big.size(d + 1), big.size(d + 2), small.size(d), small.size(d + 1),
                           small.size(d + 2), w, channels_last && big.dim() == 5 && C > 1);
+}
+
+// The kernel's threads in turn: out (dense in g's layout) element by element
+// from in (likewise).
+template <bool backward>
+void run(at::Tensor& out, const at::Tensor& in, const kernels::Dims& g) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, in.scalar_type(), backward ? "backward" : "forward", [&] {
+    const scalar_t* x = in.const_data_ptr<scalar_t>();
+    scalar_t* o = out.mutable_data_ptr<scalar_t>();
+    for (int64_t p = 0; p < out.numel(); ++p) o[p] = kernels::element<backward>(x, p, g);
+  });
 }
 
 at::Tensor forward(const at::Tensor& self, std::vector<int64_t> kernel_size, std::vector<int64_t> stride,
@@ -36,16 +42,7 @@ at::Tensor forward(const at::Tensor& self, std::vector<int64_t> kernel_size, std
   at::Tensor out = at::empty(C10_AS_INTARRAYREF_SLOW(plan.result.sizes), self.options());
   const kernels::Dims g = dims(self, out, plan.params.window, channels_last);
   out = out.contiguous(format(g.channels_last));
-  const at::Tensor x = self.contiguous(format(g.channels_last));
-  const int64_t oS = g.oD * g.oH * g.oW;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "forward", [&] {
-    using A = at::opmath_type<scalar_t>;
-    const scalar_t* in = x.const_data_ptr<scalar_t>();
-    scalar_t* o = out.mutable_data_ptr<scalar_t>();
-    for (int64_t p = 0; p < out.numel(); ++p) {
-      o[p] = static_cast<scalar_t>(kernels::forward_element<scalar_t, A>(in, kernels::logical(g, p, oS), g));
-    }
-  });
+  run<false>(out, self.contiguous(format(g.channels_last)), g);
   return out;
 }
 
@@ -56,16 +53,7 @@ at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self, std::
       check_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
   const kernels::Dims g = dims(self, grad_output, plan.params.window, channels_last);
   at::Tensor out = at::empty(self.sizes(), grad_output.options().memory_format(format(g.channels_last)));
-  const at::Tensor go = grad_output.contiguous(format(g.channels_last));
-  const int64_t S = g.D * g.H * g.W;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, go.scalar_type(), "backward", [&] {
-    using A = at::opmath_type<scalar_t>;
-    const scalar_t* in = go.const_data_ptr<scalar_t>();
-    scalar_t* o = out.mutable_data_ptr<scalar_t>();
-    for (int64_t p = 0; p < out.numel(); ++p) {
-      o[p] = static_cast<scalar_t>(kernels::gather_element<scalar_t, A>(in, kernels::logical(g, p, S), g));
-    }
-  });
+  run<true>(out, grad_output.contiguous(format(g.channels_last)), g);
   return out;
 }
 

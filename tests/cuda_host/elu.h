@@ -14,17 +14,17 @@ using namespace torch_aclnn::elu::kernels;
 
 at::Tensor forward(const at::Tensor& self, double alpha, double scale, double input_scale) {
   const Params p{alpha, scale, input_scale};
-  return host_elementwise::map([&](auto t) { return Forward<decltype(t)>{Coefs<decltype(t)>(p)}; }, self);
+  return host_elementwise::map([&](auto t) { return Forward<decltype(t)>{{Coefs<decltype(t)>(p)}}; }, self);
 }
 
 at::Tensor backward(const at::Tensor& grad_output, double alpha, double scale, double input_scale, bool is_result,
                     const at::Tensor& self_or_result) {
   const Params p{alpha, scale, input_scale};
   if (is_result) {
-    return host_elementwise::map([&](auto t) { return Backward<decltype(t), true>{Coefs<decltype(t)>(p)}; },
+    return host_elementwise::map([&](auto t) { return Backward<decltype(t), true>{{Coefs<decltype(t)>(p)}}; },
                                  grad_output, self_or_result);
   }
-  return host_elementwise::map([&](auto t) { return Backward<decltype(t), false>{Coefs<decltype(t)>(p)}; },
+  return host_elementwise::map([&](auto t) { return Backward<decltype(t), false>{{Coefs<decltype(t)>(p)}}; },
                                grad_output, self_or_result);
 }
 

@@ -14,12 +14,12 @@ using namespace torch_aclnn::leaky_relu::kernels;
 
 at::Tensor forward(const at::Tensor& self, double negative_slope) {
   const Params p{negative_slope};
-  return host_elementwise::map([&](auto t) { return Forward<decltype(t)>{Slope<decltype(t)>(p)}; }, self);
+  return host_elementwise::map([&](auto t) { return Forward<decltype(t)>{{Slope<decltype(t)>(p)}}; }, self);
 }
 
 at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self, double negative_slope) {
   const Params p{negative_slope};
-  return host_elementwise::map([&](auto t) { return Backward<decltype(t)>{Slope<decltype(t)>(p)}; }, grad_output,
+  return host_elementwise::map([&](auto t) { return Backward<decltype(t)>{{Slope<decltype(t)>(p)}}; }, grad_output,
                                self);
 }
 

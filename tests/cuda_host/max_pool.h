@@ -9,8 +9,7 @@
 #pragma once
 
 #include "cuda/max_pool.cuh"
-
-#include <ATen/Dispatch.h>
+#include "launch.h"
 
 #include <tuple>
 #include <vector>
@@ -19,8 +18,7 @@ namespace host_max_pool {
 
 using namespace torch_aclnn::max_pool;
 using namespace torch_aclnn::max_pool::kernels;
-using torch_aclnn::cuda::with_bool;
-using torch_aclnn::cuda::with_index_type;
+using namespace host_launch;
 
 // forward_into's kernel: the contract's results (dense in its format), each
 // element by max_element in the result's memory order; wide: the 64-bit
@@ -33,21 +31,16 @@ std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& self, std::vector<i
   at::Tensor indices = at::empty_symint(p.second.sizes, p.second.options());
   if (result.numel() == 0) return {result, indices};
   const ForwardLaunch l = forward_launch_of(result, indices, self, p);
-  TORCH_CHECK(wide || l.narrow, "the 32-bit kernels do not cover this call");
-  const Geometry& g = l.g;
-  with_index_type(!wide, [&](auto index_tag) {
+  with_width(wide, l.narrow, [&](auto index_tag) {
     using index_t = decltype(index_tag);
-    const Windows<index_t> win(g, p.params.window);
+    const Windows<index_t> win(l.g, p.params.window);
     const auto sp = planes_of<index_t>(l.self);
     const auto op = planes_of<index_t>(result);
-    const Walk<index_t> walk(g.oS, g.C);
+    const Walk<index_t> walk(l.g.oS, l.g.C);
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, l.self.scalar_type(), "forward", [&] {
-      with_bool(l.cl, [&](auto cl) {
-        for (int64_t q = 0; q < result.numel(); ++q) {
-          max_element<decltype(cl)::value>(static_cast<index_t>(q), l.self.const_data_ptr<scalar_t>(), sp,
-                                           result.mutable_data_ptr<scalar_t>(), indices.mutable_data_ptr<int64_t>(),
-                                           op, walk, win);
-        }
+      threads<index_t>(l.cl, result.numel(), [&](auto cl, index_t q) {
+        max_element<decltype(cl)::value>(q, l.self.const_data_ptr<scalar_t>(), sp, result.mutable_data_ptr<scalar_t>(),
+                                         indices.mutable_data_ptr<int64_t>(), op, walk, win);
       });
     });
   });
@@ -62,30 +55,23 @@ int64_t run(at::Tensor& grad_input, const Plan& p, const at::Tensor& grad_output
   int64_t flag = kNone;
   if (grad_input.numel() == 0) return flag;
   const Launch l = launch_of(grad_input, grad_output, self, indices, p);
-  TORCH_CHECK(wide || l.narrow, "the 32-bit kernels do not cover this call");
-  const Geometry& g = l.g;
-  with_index_type(!wide, [&](auto index_tag) {
+  with_width(wide, l.narrow, [&](auto index_tag) {
     using index_t = decltype(index_tag);
-    const Pool<index_t> pool(g, p.params.window);
+    const Pool<index_t> pool(l.g, p.params.window);
     const auto xp = planes_of<index_t>(l.indices);
     const auto gp = planes_of<index_t>(l.grad_output);
     const auto op = planes_of<index_t>(grad_input);
     with_indices_type(l.indices.scalar_type(), [&](auto i_tag) {
       using I = decltype(i_tag);
       const I* ix = l.indices.const_data_ptr<I>();
-      with_bool(l.check_cl, [&](auto cl) {
-        const Walk<index_t> walk(g.oS, g.C);
-        for (int64_t q = 0; q < l.indices.numel(); ++q) {
-          check_element<decltype(cl)::value>(static_cast<index_t>(q), ix, xp, walk, pool, &flag);
-        }
+      const Walk<index_t> pooled(l.g.oS, l.g.C), in(l.g.S, l.g.C);
+      threads<index_t>(l.check_cl, l.indices.numel(), [&](auto cl, index_t q) {
+        check_element<decltype(cl)::value>(q, ix, xp, pooled, pool, &flag);
       });
       AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, l.grad_output.scalar_type(), "gather", [&] {
-        with_bool(l.gather_cl, [&](auto cl) {
-          const Walk<index_t> walk(g.S, g.C);
-          for (int64_t q = 0; q < grad_input.numel(); ++q) {
-            gather_element<decltype(cl)::value>(static_cast<index_t>(q), l.grad_output.const_data_ptr<scalar_t>(),
-                                                gp, ix, xp, grad_input.mutable_data_ptr<scalar_t>(), op, walk, pool);
-          }
+        threads<index_t>(l.gather_cl, grad_input.numel(), [&](auto cl, index_t q) {
+          gather_element<decltype(cl)::value>(q, l.grad_output.const_data_ptr<scalar_t>(), gp, ix, xp,
+                                              grad_input.mutable_data_ptr<scalar_t>(), op, in, pool);
         });
       });
     });
@@ -111,8 +97,7 @@ std::tuple<at::Tensor, int64_t> backward_layout(const at::Tensor& grad_output, c
                                                 std::vector<int64_t> stride, std::vector<int64_t> padding,
                                                 std::vector<int64_t> dilation, bool ceil_mode, bool channels_last,
                                                 bool wide) {
-  const c10::MemoryFormat fmt =
-      channels_last && self.dim() == 5 ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
+  const c10::MemoryFormat fmt = format(channels_last && self.dim() == 5);
   at::Tensor gi = at::empty(self.sizes(), grad_output.options().memory_format(fmt));
   const Plan p = check_backward(grad_output, self, indices, kernel, stride, padding, dilation, ceil_mode,
                                 torch_aclnn::Out(gi));

@@ -9,8 +9,8 @@
 #pragma once
 
 #include "cuda/max_unpool.cuh"
+#include "launch.h"
 #include "result.h"
-
 
 #include <limits>
 #include <tuple>
@@ -21,9 +21,7 @@ namespace host_max_unpool {
 
 using namespace torch_aclnn::max_unpool;
 using namespace torch_aclnn::max_unpool::kernels;
-using torch_aclnn::cuda::fits_32bit;
-using torch_aclnn::cuda::with_bool;
-using torch_aclnn::cuda::with_index_type;
+using namespace host_launch;
 
 // claim_walk: -1 as the kernel chooses (the indices' memory order), 0 (n, c, k), 1 (n, k, c).
 // cells: the one-pass forward first where the geometry has cells, as the kernel does.
@@ -53,17 +51,15 @@ std::tuple<at::Tensor, int64_t, bool> forward(const at::Tensor& self_, const at:
     const auto xp = planes_of<index_t>(indices);
     const auto op = planes_of<index_t>(out);
     const auto sp = planes_of<index_t>(self);
+    const Walk<index_t> in(g.S, g.C), pooled(g.oS, g.C);
     if (one_pass) {
       const Cells<index_t> c(g);
       dispatch_by_size(self.scalar_type(), [&](auto tag) {
         using T = decltype(tag);
-        with_bool(out_cl, [&](auto cl) {
-          const Walk<index_t> walk(g.S, g.C);
-          for (int64_t p = 0; p < indices.numel(); ++p) {
-            cell_element<decltype(cl)::value>(static_cast<index_t>(p), static_cast<const T*>(self.const_data_ptr()),
-                                              sp, indices.const_data_ptr<int64_t>(), xp,
-                                              static_cast<T*>(out.mutable_data_ptr()), op, walk, c, &miss);
-          }
+        threads<index_t>(out_cl, indices.numel(), [&](auto cl, index_t p) {
+          cell_element<decltype(cl)::value>(p, static_cast<const T*>(self.const_data_ptr()), sp,
+                                            indices.const_data_ptr<int64_t>(), xp,
+                                            static_cast<T*>(out.mutable_data_ptr()), op, in, c, &miss);
         });
       });
     }
@@ -72,22 +68,16 @@ std::tuple<at::Tensor, int64_t, bool> forward(const at::Tensor& self_, const at:
     const auto run = [&](auto w_tag) {
       using W = decltype(w_tag);
       W* wp = winner.mutable_data_ptr<W>();
-      with_bool(ix_cl, [&](auto cl) {
-        const Walk<index_t> walk(g.S, g.C);
-        for (int64_t p = 0; p < indices.numel(); ++p) {
-          claim_element<decltype(cl)::value>(static_cast<index_t>(p), indices.const_data_ptr<int64_t>(), xp, wp, op,
-                                             walk, g.C, g.S, g.oS, &flag);
-        }
+      threads<index_t>(ix_cl, indices.numel(), [&](auto cl, index_t p) {
+        claim_element<decltype(cl)::value>(p, indices.const_data_ptr<int64_t>(), xp, wp, op, in, g.C, g.S, g.oS,
+                                           &flag);
       });
       dispatch_by_size(self.scalar_type(), [&](auto tag) {
         using T = decltype(tag);
-        with_bool(out_cl, [&](auto cl) {
-          const Walk<index_t> walk(g.oS, g.C);
-          for (int64_t p = 0; p < out.numel(); ++p) {
-            fill_element<decltype(cl)::value>(static_cast<index_t>(p), static_cast<const T*>(self.const_data_ptr()),
-                                              sp, static_cast<const W*>(wp), static_cast<T*>(out.mutable_data_ptr()),
-                                              walk);
-          }
+        threads<index_t>(out_cl, out.numel(), [&](auto cl, index_t p) {
+          fill_element<decltype(cl)::value>(p, static_cast<const T*>(self.const_data_ptr()), sp,
+                                            static_cast<const W*>(wp), static_cast<T*>(out.mutable_data_ptr()),
+                                            pooled);
         });
       });
     };
@@ -107,8 +97,7 @@ std::tuple<at::Tensor, int64_t, bool> forward(const at::Tensor& self_, const at:
 std::tuple<at::Tensor, int64_t, bool> backward(const at::Tensor& grad_output_, const at::Tensor& self,
                                                const at::Tensor& indices_, std::vector<int64_t> output_size,
                                                bool channels_last, bool wide, bool packs, int64_t offset) {
-  const c10::MemoryFormat fmt =
-      channels_last && self.dim() == 5 ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
+  const c10::MemoryFormat fmt = format(channels_last && self.dim() == 5);
   at::Tensor gi = host_result::result_at(self.sizes(), grad_output_.options(), fmt, offset);
   int64_t flag = kNone;
   if (gi.numel() == 0) return {gi, flag, false};
@@ -123,23 +112,17 @@ std::tuple<at::Tensor, int64_t, bool> backward(const at::Tensor& grad_output_, c
     dispatch_by_size(grad_output.scalar_type(), [&](auto tag) {
       using T = decltype(tag);
       packed = packs && gather_packs<T>(g, gi, indices, cl);
-      with_bool(cl, [&](auto c) {
-        const Walk<index_t> walk(g.S, g.C);
+      const T* go = static_cast<const T*>(grad_output.const_data_ptr());
+      const int64_t* ix = indices.const_data_ptr<int64_t>();
+      T* out = static_cast<T*>(gi.mutable_data_ptr());
+      const auto gp = planes_of<index_t>(grad_output);
+      const auto xp = planes_of<index_t>(indices);
+      const Walk<index_t> walk(g.S, g.C);
+      threads<index_t>(cl, packed ? gi.numel() / kGatherPack<T> : gi.numel(), [&](auto c, index_t q) {
         if (packed) {
-          for (int64_t q = 0; q < gi.numel() / kGatherPack<T>; ++q) {
-            gather_pack<decltype(c)::value>(static_cast<index_t>(q), static_cast<const T*>(grad_output.const_data_ptr()),
-                                            planes_of<index_t>(grad_output), indices.const_data_ptr<int64_t>(),
-                                            planes_of<index_t>(indices), static_cast<T*>(gi.mutable_data_ptr()), walk,
-                                            g.C, g.S, g.oS, &flag);
-          }
-          return;
-        }
-        for (int64_t p = 0; p < gi.numel(); ++p) {
-          gather_element<decltype(c)::value>(static_cast<index_t>(p),
-                                             static_cast<const T*>(grad_output.const_data_ptr()),
-                                             planes_of<index_t>(grad_output), indices.const_data_ptr<int64_t>(),
-                                             planes_of<index_t>(indices), static_cast<T*>(gi.mutable_data_ptr()),
-                                             walk, g.C, g.S, g.oS, &flag);
+          gather_pack<decltype(c)::value>(q, go, gp, ix, xp, out, walk, g.C, g.S, g.oS, &flag);
+        } else {
+          gather_element<decltype(c)::value>(q, go, gp, ix, xp, out, walk, g.C, g.S, g.oS, &flag);
         }
       });
     });

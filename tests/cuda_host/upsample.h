@@ -7,9 +7,8 @@
 #pragma once
 
 #include "cuda/upsample.cuh"
+#include "launch.h"
 #include "result.h"
-
-#include <ATen/Dispatch.h>
 
 #include <array>
 #include <optional>
@@ -22,9 +21,7 @@ namespace host_upsample {
 
 using namespace torch_aclnn::upsample;
 using namespace torch_aclnn::upsample::kernels;
-using torch_aclnn::cuda::fits_32bit;
-using torch_aclnn::cuda::with_bool;
-using torch_aclnn::cuda::with_index_type;
+using namespace host_launch;
 
 template <typename F>
 void with_mode(bool exact, F&& f) {
@@ -33,10 +30,6 @@ void with_mode(bool exact, F&& f) {
   } else {
     f(std::integral_constant<Mode, Mode::Nearest>{});
   }
-}
-
-c10::MemoryFormat format(bool channels_last) {
-  return channels_last ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
 }
 
 // The forward kernel's result, computed on the host. wide: 64-bit indexing.
@@ -54,12 +47,9 @@ at::Tensor forward(const at::Tensor& self, std::vector<int64_t> output_size, std
       const auto unravel = walk_of<index_t>(out, channels_last);
       const auto st = strides_of<index_t>(self);
       with_mode(exact, [&](auto m) {
-        with_bool(channels_last, [&](auto cl) {
-          for (int64_t p = 0; p < out.numel(); ++p) {
-            forward_element<decltype(m)::value, decltype(cl)::value>(
-                static_cast<index_t>(p), self.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), unravel,
-                st, a);
-          }
+        threads<index_t>(channels_last, out.numel(), [&](auto cl, index_t p) {
+          forward_element<decltype(m)::value, decltype(cl)::value>(p, self.const_data_ptr<scalar_t>(),
+                                                                   out.mutable_data_ptr<scalar_t>(), unravel, st, a);
         });
       });
     });

@@ -7,8 +7,7 @@
 #pragma once
 
 #include "cuda/upsample_trilinear.cuh"
-
-#include <ATen/Dispatch.h>
+#include "launch.h"
 
 #include <optional>
 #include <vector>
@@ -17,13 +16,7 @@ namespace host_upsample_trilinear {
 
 using namespace torch_aclnn::upsample_trilinear;
 using namespace torch_aclnn::upsample_trilinear::kernels;
-using torch_aclnn::cuda::fits_32bit;
-using torch_aclnn::cuda::with_bool;
-using torch_aclnn::cuda::with_index_type;
-
-inline c10::MemoryFormat format(bool channels_last) {
-  return channels_last ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
-}
+using namespace host_launch;
 
 // The forward kernel's result, computed on the host. wide: 64-bit indexing.
 inline at::Tensor forward(const at::Tensor& self, std::vector<int64_t> output_size, bool align_corners,
@@ -40,11 +33,9 @@ inline at::Tensor forward(const at::Tensor& self, std::vector<int64_t> output_si
       using index_t = decltype(index_tag);
       const auto walk = walk_of<index_t>(out, channels_last);
       const auto st = strides_of<index_t>(self);
-      with_bool(channels_last, [&](auto cl) {
-        for (int64_t p = 0; p < out.numel(); ++p) {
-          forward_element<decltype(cl)::value>(static_cast<index_t>(p), self.const_data_ptr<scalar_t>(),
-                                               out.mutable_data_ptr<scalar_t>(), walk, st, g);
-        }
+      threads<index_t>(channels_last, out.numel(), [&](auto cl, index_t p) {
+        forward_element<decltype(cl)::value>(p, self.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(),
+                                             walk, st, g);
       });
     });
   });
@@ -77,11 +68,9 @@ inline at::Tensor backward(const at::Tensor& grad_output, std::vector<int64_t> o
       using index_t = decltype(index_tag);
       const auto walk = walk_of<index_t>(gi, channels_last);
       const auto st = strides_of<index_t>(grad_output);
-      with_bool(channels_last, [&](auto cl) {
-        for (int64_t p = 0; p < gi.numel(); ++p) {
-          backward_element<decltype(cl)::value>(static_cast<index_t>(p), grad_output.const_data_ptr<scalar_t>(),
-                                                gi.mutable_data_ptr<scalar_t>(), walk, st, table.data(), g);
-        }
+      threads<index_t>(channels_last, gi.numel(), [&](auto cl, index_t p) {
+        backward_element<decltype(cl)::value>(p, grad_output.const_data_ptr<scalar_t>(),
+                                              gi.mutable_data_ptr<scalar_t>(), walk, st, table.data(), g);
       });
     });
   });
