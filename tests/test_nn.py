@@ -290,6 +290,14 @@ def test_convert():
     assert type(tann.convert(tnn.SELU())) is tann.SELU
 
 
+def test_star_import_has_every_module():
+    """``from torch_aclnn.nn import *`` brings every module class defined there,
+    convert and unconvert."""
+    public = {name for name, v in vars(tann).items()
+              if isinstance(v, type) and v.__module__ == tann.__name__ and not name.startswith("_")}
+    assert public and public | {"convert", "unconvert", "functional"} == set(tann.__all__)
+
+
 def test_functional_is_a_one_line_swap():
     """Every name of torch.nn.functional resolves on torch_aclnn.nn.functional:
     the covered functions are torch_aclnn's, every other one is torch's object."""

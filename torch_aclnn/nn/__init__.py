@@ -51,8 +51,6 @@ from . import functional
 
 __all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "LeakyReLU",
            "AvgPool3d", "AdaptiveAvgPool3d", "convert", "unconvert", "functional"]
-__all__ = ["Upsample", "ELU", "SELU", "CELU", "SmoothL1Loss", "HuberLoss", "MaxUnpool3d", "MaxPool3d", "AvgPool3d",
-           "convert", "functional"]
 
 _log = logging.getLogger("torch_aclnn")
 
