@@ -1,5 +1,5 @@
 """The deferred index checks (csrc/common/deferred.cpp), driven on the host
-through the emulation module (tests/test_cuda_host_emulation.py)."""
+through the emulation module (built by tests/conftest.py)."""
 import pytest
 
 

@@ -1,6 +1,6 @@
 """The elementwise CUDA functors (elu, leaky_relu, smooth_l1), run on the
 host against aten's scalar CPU formula or the CPU kernels, bit for bit (the
-emulation module: tests/test_cuda_host_emulation.py)."""
+emulation module, built by tests/conftest.py)."""
 import pytest
 import torch
 

@@ -1,6 +1,6 @@
 """The pooling kernels' per-element CUDA code (max_unpool3d, max_pool3d,
 avg_pool3d), run on the host against the CPU kernels, bit for bit (the
-emulation module: tests/test_cuda_host_emulation.py)."""
+emulation module, built by tests/conftest.py)."""
 import math
 import random
 import re

@@ -1,7 +1,7 @@
 // The per-element code of the AvgPool3d kernels (docs/spec.md §12), shared by
 // the CUDA kernels (csrc/cuda/avg_pool.cu) and the CPU kernels' edges
 // (csrc/cpu/avg_pool.cpp), C10_HOST_DEVICE with no CUDA built-in, so
-// tests/test_cuda_host_emulation.py runs the very same code on the host and
+// tests/test_cuda_host_*.py run the very same code on the host and
 // compares it with the CPU kernels bit for bit.
 //
 // A tensor of shape (N, [C,] D, H, W) is seen as N*C planes, dense in one of

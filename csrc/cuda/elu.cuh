@@ -1,5 +1,5 @@
 // The per-element functors of the ELU CUDA kernels (csrc/cuda/elu.cu).
-// C10_HOST_DEVICE, so tests/test_cuda_host_emulation.py can run them on the
+// C10_HOST_DEVICE, so tests/test_cuda_host_*.py can run them on the
 // host against aten's scalar CPU formula (the same glibc/CUDA exp family).
 #pragma once
 

@@ -1,6 +1,6 @@
 // Index math shared by the CUDA kernels: the choice between 32- and 64-bit
 // indexing and the flat-index -> coordinates split. The device-side parts
-// are C10_HOST_DEVICE (see tests/test_cuda_host_emulation.py).
+// are C10_HOST_DEVICE (see tests/test_cuda_host_*.py).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -68,7 +68,7 @@ inline bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintp
 
 // A vector access (a pack of elements read or written at once) at p. On the
 // host, where the CUDA kernels' element code runs in tests
-// (tests/test_cuda_host_emulation.py), the address is checked for the
+// (tests/test_cuda_host_*.py), the address is checked for the
 // alignment the device needs: x86 reads a misaligned pack without complaint,
 // a GPU does not.
 template <typename P, typename T>

@@ -1,5 +1,5 @@
 // The per-element functors of the LeakyReLU CUDA kernels (csrc/cuda/leaky_relu.cu).
-// C10_HOST_DEVICE, so tests/test_cuda_host_emulation.py can run them on the
+// C10_HOST_DEVICE, so tests/test_cuda_host_*.py can run them on the
 // host against the CPU kernels.
 #pragma once
 

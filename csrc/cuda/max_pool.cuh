@@ -3,7 +3,7 @@
 // element functions are C10_HOST_DEVICE; their only CUDA built-in, the
 // backward check flag's atomic min (cuda/planes.cuh: note_bad), has a
 // sequential host form (a minimum does not depend on the order it is taken
-// in), so tests/test_cuda_host_emulation.py runs the very same code on the
+// in), so tests/test_cuda_host_*.py run the very same code on the
 // host and compares with the CPU kernels bit for bit.
 //
 // Forward (max_element): one thread per pooled element in the result's
@@ -112,7 +112,7 @@ struct Axis {
   // For o in [lo, end) of candidates(x): whether x is a tap of o's window,
   // in_window(x, o, ...) of the contract. There t*dilation = reach -
   // o*stride is in [0, (kernel-1)*dilation], so only its alignment is left
-  // (tests/test_cuda_host_emulation.py checks the two agree).
+  // (tests/test_cuda_host_*.py check the two agree).
   C10_HOST_DEVICE inline bool covers(index_t reach, index_t o) const {
     return by_dilation.mod(reach - o * stride) == 0;
   }

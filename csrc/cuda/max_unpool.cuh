@@ -2,7 +2,7 @@
 // set-up of their launches (csrc/cuda/max_unpool.cu launches them). The
 // element functions are C10_HOST_DEVICE; their only CUDA built-ins, the
 // atomic min/max, have a sequential host form (max and min do not depend on
-// the order they are applied in), so tests/test_cuda_host_emulation.py can
+// the order they are applied in), so tests/test_cuda_host_*.py can
 // run the very same code on the host and compare with the CPU kernels.
 //
 // Geometry (csrc/contracts/max_unpool.h, shared with the CPU kernels): a

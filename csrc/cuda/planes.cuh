@@ -4,7 +4,7 @@
 // planes, element (n, c, k) at n*sN + c*sC + k*sK in the kernel's index
 // type; the walk of a flat thread index over (n, c, k) in either memory
 // order; and the bad-index position flag (an atomic min, with a sequential
-// host form, so tests/test_cuda_host_emulation.py runs the same code on the
+// host form, so tests/test_cuda_host_*.py run the same code on the
 // host).
 #pragma once
 

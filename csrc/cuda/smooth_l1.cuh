@@ -1,6 +1,6 @@
 // The per-element functors of the SmoothL1 CUDA kernels
 // (csrc/cuda/smooth_l1.cu). C10_HOST_DEVICE, so
-// tests/test_cuda_host_emulation.py runs them on the host against the CPU
+// tests/test_cuda_host_*.py run them on the host against the CPU
 // kernels: they do the CPU kernels' operations in the same order, in the
 // same opmath type, with the same host-formed coefficients, so the
 // elementwise results (the 'none' loss, grad_input) are bitwise equal.

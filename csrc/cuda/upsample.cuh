@@ -1,7 +1,7 @@
 // The per-element code of the upsample-nearest CUDA kernels and the host-side
 // set-up of their launches (csrc/cuda/upsample.cu launches them). The
 // element functions are C10_HOST_DEVICE and use no CUDA built-ins, so the
-// host can run the very same code: tests/test_cuda_host_emulation.py does,
+// host can run the very same code: tests/test_cuda_host_*.py do,
 // element by element, and compares with the CPU kernels (no GPU needed).
 #pragma once
 

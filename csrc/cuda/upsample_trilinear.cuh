@@ -3,7 +3,7 @@
 // them). The element functions are C10_HOST_DEVICE and use no CUDA built-ins
 // but the rounded multiply and add of the contract (contracts/
 // upsample_trilinear.h: mul, add), so the host runs the very same code:
-// tests/test_cuda_host_emulation.py does, element by element, and compares
+// tests/test_cuda_host_*.py do, element by element, and compares
 // with the CPU kernels bitwise (no GPU needed).
 #pragma once
 

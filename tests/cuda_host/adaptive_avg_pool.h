@@ -1,7 +1,7 @@
 // Runs the per-element code of the CUDA AdaptiveAvgPool3d kernels
 // (csrc/cuda/adaptive_avg_pool.cuh) on the host, element after element,
 // with the launch set-up of csrc/cuda/adaptive_avg_pool.cu (contract,
-// layout, sizes, strides, index width). tests/test_cuda_host_emulation.py
+// layout, sizes, strides, index width). tests/test_cuda_host_*.py
 // compares with the CPU kernels.
 // Included once, by tests/cuda_host/module.cpp.
 #pragma once

@@ -2,7 +2,7 @@
 // (csrc/cuda/avg_pool.cuh) on the host, over CPU tensors, exactly as the
 // kernels in csrc/cuda/avg_pool.cu launch it: one "thread" per result
 // element in the result's memory order (contiguous or channels_last_3d),
-// each computed by its logical position. tests/test_cuda_host_emulation.py
+// each computed by its logical position. tests/test_cuda_host_*.py
 // compares the results with the CPU kernels bit for bit.
 // Included once, by tests/cuda_host/module.cpp.
 #pragma once

@@ -1,5 +1,5 @@
 // Runs the per-element functors of the CUDA ELU kernels (csrc/cuda/elu.cuh)
-// on the host over contiguous CPU tensors. tests/test_cuda_host_emulation.py
+// on the host over contiguous CPU tensors. tests/test_cuda_host_*.py
 // compares them with aten's scalar CPU formula.
 // Included once, by tests/cuda_host/module.cpp.
 #pragma once

@@ -1,6 +1,6 @@
 // Runs the per-element functors of the CUDA LeakyReLU kernels
 // (csrc/cuda/leaky_relu.cuh) on the host over contiguous CPU tensors.
-// tests/test_cuda_host_emulation.py compares them with the CPU kernels.
+// tests/test_cuda_host_*.py compare them with the CPU kernels.
 // Included once, by tests/cuda_host/module.cpp.
 #pragma once
 

@@ -3,7 +3,7 @@
 // launch set-up of csrc/cuda/max_pool.cu (contract, flattening, geometry,
 // index width, walk orders, flag). forward: the pooled values and indices;
 // backward: the result and the flag (the smallest logical position of an
-// index outside its window, or kNone). tests/test_cuda_host_emulation.py
+// index outside its window, or kNone). tests/test_cuda_host_*.py
 // compares with the CPU kernels.
 // Included once, by tests/cuda_host/module.cpp.
 #pragma once

@@ -4,7 +4,7 @@
 // buffer, flag). The forward returns the result, the flag (the smallest
 // logical position of an out-of-range index, or kNone) and whether the two
 // passes ran; the backward the result and the flag.
-// tests/test_cuda_host_emulation.py compares with the CPU kernels.
+// tests/test_cuda_host_*.py compare with the CPU kernels.
 // Included once, by tests/cuda_host/module.cpp.
 #pragma once
 

@@ -3,7 +3,7 @@
 // tests/cuda_host/deferred.h): tests/cuda_host/<family>.h runs the
 // per-element code of csrc/cuda/<family>.cuh on the host, exposed here as the
 // submodule <family> (the one place that lists what Python sees). Built by
-// tests/test_cuda_host_emulation.py.
+// tests/conftest.py for tests/test_cuda_host_*.py.
 #include <torch/extension.h>
 
 #include "avg_pool.h"

@@ -1,6 +1,6 @@
 // Runs the per-element functors of the CUDA SmoothL1 kernels
 // (csrc/cuda/smooth_l1.cuh) on the host over contiguous CPU tensors of one
-// shape and dtype. tests/test_cuda_host_emulation.py compares them with the
+// shape and dtype. tests/test_cuda_host_*.py compare them with the
 // CPU kernels.
 // Included once, by tests/cuda_host/module.cpp.
 #pragma once

@@ -1,7 +1,7 @@
 // Runs the per-element code of the CUDA upsample kernels
 // (csrc/cuda/upsample.cuh) on the host, element after element, with the
 // launch set-up the kernels get (make_axes, walk_of, strides_of, the window
-// table). tests/test_cuda_host_emulation.py compares the results with the
+// table). tests/test_cuda_host_*.py compare the results with the
 // CPU kernels. Built with the host compiler: no CUDA toolkit or GPU needed.
 // Included once, by tests/cuda_host/module.cpp.
 #pragma once

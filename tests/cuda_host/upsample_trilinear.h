@@ -1,7 +1,7 @@
 // Runs the per-element code of the CUDA upsample-trilinear kernels
 // (csrc/cuda/upsample_trilinear.cuh) on the host, element after element, with
 // the launch set-up the kernels get (make_geometry, walk_of, strides_of, the
-// window table). tests/test_cuda_host_emulation.py compares the results with
+// window table). tests/test_cuda_host_*.py compare the results with
 // the CPU kernels. Built with the host compiler: no CUDA toolkit or GPU
 // needed. Included once, by tests/cuda_host/module.cpp.
 #pragma once
