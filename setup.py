@@ -95,6 +95,25 @@ def cxx_runtime_flags():
     return ["-Wl,--push-state,-Bdynamic,--no-as-needed", _libstdcxx(), "-Wl,--pop-state"]
 
 
+def one_unit(name, sources):
+    """build/units/<name>: a unit that includes `sources`, so that files which
+    each parse the same torch headers compile as one (written only when its
+    text changes, so that ninja rebuilds it only when a source does)."""
+    path = os.path.join("build", "units", name)
+    text = "// Written by setup.py (one_unit): these files compiled as one unit.\n" + "".join(
+        f'#include "{os.path.relpath(src, CSRC)}"\n' for src in sources)
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return path
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def extensions():
     if _env("TORCH_ACLNN_PACKAGE_ONLY"):
         return []
@@ -111,7 +130,11 @@ def extensions():
     # csrc/compat: stand-ins for headers torch's own headers include but its
     # wheels do not ship (see there).
     include_dirs = [os.path.join(ROOT, CSRC), os.path.join(ROOT, CSRC, "compat")]
-    core_sources = [src for folder in ("", "common/", "autograd/", "aten_routes/") for src in sorted(glob.glob(f"{CSRC}/{folder}*.cpp"))]
+    # csrc/autograd/<family>.cpp (the families' formulas) compile as one unit:
+    # each is a few dozen lines under the same torch headers.
+    formulas = [src for src in sorted(glob.glob(f"{CSRC}/autograd/*.cpp")) if not src.endswith("/kernel.cpp")]
+    core_sources = [src for folder in ("", "common/", "aten_routes/") for src in sorted(glob.glob(f"{CSRC}/{folder}*.cpp"))]
+    core_sources += [f"{CSRC}/autograd/kernel.cpp", one_unit("autograd_formulas.cpp", formulas)]
     exts = []
     if use_cuda:
         nvcc = ["-O3", "-std=c++20", "--expt-relaxed-constexpr", "-lineinfo"]

@@ -8,7 +8,7 @@
 // grad_output's D, H, W with the same windows, which is adaptive_avg_pool3d.
 #include "autograd/derivative.h"
 
-namespace torch_aclnn::autograd {
+namespace torch_aclnn::autograd::adaptive_avg_pool_formulas {
 namespace {
 
 // t's last three sizes, as the IValue a `SymInt[3]` argument takes.
@@ -36,4 +36,4 @@ TORCH_ACLNN_DERIVATIVE(adaptive_avg_pool3d_backward, {Keep::like, Keep::like},
                          return {grad_output, {}};
                        });
 
-}  // namespace torch_aclnn::autograd
+}  // namespace torch_aclnn::autograd::adaptive_avg_pool_formulas

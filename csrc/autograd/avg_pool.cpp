@@ -7,7 +7,7 @@
 // only its shape and dtype (a stand-in is kept).
 #include "autograd/derivative.h"
 
-namespace torch_aclnn::autograd {
+namespace torch_aclnn::autograd::avg_pool_formulas {
 
 // avg_pool3d(Tensor self, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode,
 //            bool count_include_pad, int? divisor_override)
@@ -31,4 +31,4 @@ TORCH_ACLNN_DERIVATIVE(avg_pool3d_backward,
                          return {grad_output, {}, {}, {}, {}, {}, {}, {}};
                        });
 
-}  // namespace torch_aclnn::autograd
+}  // namespace torch_aclnn::autograd::avg_pool_formulas

@@ -1,6 +1,8 @@
 // The reverse-mode derivative of one operator (its backward formula), as
-// csrc/autograd/<family>.cpp define them, and the registry that the
-// operators' Autograd kernel (csrc/autograd/kernel.cpp) reads.
+// csrc/autograd/<family>.cpp define them (in namespace
+// torch_aclnn::autograd::<family>_formulas: setup.py compiles the families'
+// files as one unit), and the registry that the operators' Autograd kernel
+// (csrc/autograd/kernel.cpp) reads.
 //
 // A formula sees the call's arguments in schema order, as IValues: the
 // tensors the derivative keeps (`Keep::value`), stride-0 stand-ins of those

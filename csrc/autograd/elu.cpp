@@ -7,7 +7,7 @@
 //                    not is_result: input_scale * elu_backward(v * grad_output, ..., false, x)
 #include "autograd/derivative.h"
 
-namespace torch_aclnn::autograd {
+namespace torch_aclnn::autograd::elu_formulas {
 namespace {
 
 // elu_backward's derivative with respect to self_or_result, applied to v.
@@ -39,4 +39,4 @@ TORCH_ACLNN_DERIVATIVE(elu_backward, {Keep::value, Keep::none, Keep::none, Keep:
                                  if_needed(needs, 5, [&] { return d_self_or_result(grad, a); })};
                        });
 
-}  // namespace torch_aclnn::autograd
+}  // namespace torch_aclnn::autograd::elu_formulas

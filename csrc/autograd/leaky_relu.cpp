@@ -6,7 +6,7 @@
 //                        self: its gradient is zeros (as aten's).
 #include "autograd/derivative.h"
 
-namespace torch_aclnn::autograd {
+namespace torch_aclnn::autograd::leaky_relu_formulas {
 
 // leaky_relu(Tensor self, Scalar negative_slope)
 TORCH_ACLNN_DERIVATIVE(leaky_relu, {Keep::value, Keep::none},
@@ -23,4 +23,4 @@ TORCH_ACLNN_DERIVATIVE(leaky_relu_backward, {Keep::none, Keep::value, Keep::none
                                  if_needed(needs, 1, [&] { return at::zeros_like(a[1].toTensor()); }), {}, {}};
                        });
 
-}  // namespace torch_aclnn::autograd
+}  // namespace torch_aclnn::autograd::leaky_relu_formulas

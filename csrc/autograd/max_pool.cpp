@@ -10,7 +10,7 @@
 
 #include <ATen/ops/gather.h>
 
-namespace torch_aclnn::autograd {
+namespace torch_aclnn::autograd::max_pool_formulas {
 
 // max_pool3d_with_indices(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation,
 //                         bool ceil_mode) -> (Tensor, Tensor)
@@ -46,4 +46,4 @@ TORCH_ACLNN_DERIVATIVE(max_pool3d_with_indices_backward,
                          return {grad_output, {}, {}, {}, {}, {}, {}, {}};
                        });
 
-}  // namespace torch_aclnn::autograd
+}  // namespace torch_aclnn::autograd::max_pool_formulas

@@ -7,7 +7,7 @@
 // produces).
 #include "autograd/derivative.h"
 
-namespace torch_aclnn::autograd {
+namespace torch_aclnn::autograd::max_unpool_formulas {
 
 // max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding)
 TORCH_ACLNN_DERIVATIVE(max_unpool3d, {Keep::like, Keep::value, Keep::none, Keep::none, Keep::none},
@@ -23,4 +23,4 @@ TORCH_ACLNN_DERIVATIVE(max_unpool3d_backward,
                          return {call("max_unpool3d", {grad, a[2], a[3], a[4], a[5]}), {}, {}, {}, {}, {}};
                        });
 
-}  // namespace torch_aclnn::autograd
+}  // namespace torch_aclnn::autograd::max_unpool_formulas

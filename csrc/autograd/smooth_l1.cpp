@@ -9,7 +9,7 @@
 
 #include <ATen/ExpandUtils.h>
 
-namespace torch_aclnn::autograd {
+namespace torch_aclnn::autograd::smooth_l1_formulas {
 namespace {
 
 // d/dself of smooth_l1_loss_backward applied to v: norm / beta * [|d| < beta] * v * grad_output, in the
@@ -59,4 +59,4 @@ TORCH_ACLNN_DERIVATIVE(smooth_l1_loss_backward, {Keep::value, Keep::value, Keep:
                                  if_needed(needs, 2, [&] { return -sum_to_like(h, target); }), {}, {}};
                        });
 
-}  // namespace torch_aclnn::autograd
+}  // namespace torch_aclnn::autograd::smooth_l1_formulas

@@ -5,7 +5,7 @@
 // forward.
 #include "autograd/derivative.h"
 
-namespace torch_aclnn::autograd {
+namespace torch_aclnn::autograd::upsample_formulas {
 namespace {
 
 // <forward>(Tensor self, SymInt[3] output_size, float? scales_d, float? scales_h, float? scales_w)
@@ -33,4 +33,4 @@ TORCH_ACLNN_DERIVATIVE(upsample_nearest3d_backward, kBackward, backward_grad("up
 TORCH_ACLNN_DERIVATIVE(upsample_nearest_exact3d, kForward, forward_grad("upsample_nearest_exact3d_backward"));
 TORCH_ACLNN_DERIVATIVE(upsample_nearest_exact3d_backward, kBackward, backward_grad("upsample_nearest_exact3d"));
 
-}  // namespace torch_aclnn::autograd
+}  // namespace torch_aclnn::autograd::upsample_formulas

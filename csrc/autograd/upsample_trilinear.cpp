@@ -5,7 +5,7 @@
 // adjoint is the forward.
 #include "autograd/derivative.h"
 
-namespace torch_aclnn::autograd {
+namespace torch_aclnn::autograd::upsample_trilinear_formulas {
 namespace {
 
 // upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d,
@@ -29,4 +29,4 @@ const std::vector<Keep> kBackward(7, Keep::none);
 TORCH_ACLNN_DERIVATIVE(upsample_trilinear3d, kForward, forward_grad);
 TORCH_ACLNN_DERIVATIVE(upsample_trilinear3d_backward, kBackward, backward_grad);
 
-}  // namespace torch_aclnn::autograd
+}  // namespace torch_aclnn::autograd::upsample_trilinear_formulas
