@@ -5,10 +5,13 @@ torch.compile) and the C++ one of the dispatcher-level routes
 one function per language tells a contract error from any other."""
 import importlib
 import math
+import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 
+import torch_aclnn
 from torch_aclnn import _dropin
 from torch_aclnn.ops._errors import is_contract_error
 
@@ -139,12 +142,6 @@ def test_a_loss_whose_torch_result_follows_the_target_stays_torchs():
     """reduction='none' with a broadcast input and a transposed target: torch's
     result takes the target's layout, so the call is torch's (takes_loss wants
     both operands contiguous)."""
-    import warnings
-
-    import torch.nn.functional as F
-
-    import torch_aclnn
-
     x, y = torch.randn(1, 3, 4), torch.randn(4, 3, 2).transpose(0, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (F's warning on shapes that differ)

@@ -114,7 +114,7 @@ inline bool takes_input(const InputRule& rule, const at::Tensor& x) {
 // follows their layout, torch_aclnn's is contiguous); 0 <= beta <= the dtype's
 // largest value (aten rounds beta to the dtype).
 inline bool takes_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta) {
-  const InputRule& elementwise = kInputRules[0];
+  constexpr const InputRule& elementwise = *input_rule("elementwise");
   if (!takes_input(elementwise, x) || !takes_input(elementwise, y)) return false;
   if (x.sizes() != y.sizes() && x.scalar_type() != y.scalar_type()) return false;
   if (reduction == 0 && !(x.is_contiguous() && y.is_contiguous())) return false;
