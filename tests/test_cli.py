@@ -31,7 +31,7 @@ def test_help_texts_have_examples(capsys):
 
 
 def test_bad_arguments_exit_2(capsys):
-    for argv in ([], ["frobnicate"], ["check", "--dtype", "complex32"]):
+    for argv in ([], ["frobnicate"], ["check", "--dtype", "complex32"], ["check", "--jobs", "0"]):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2

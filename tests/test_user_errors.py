@@ -3,6 +3,7 @@ wrappers speak the same error language"): errors that name the function
 called and the argument at fault, arguments torch accepts that we accept too,
 the smooth_l1 reduction bound (§4 row 7), and the check report's answers to
 a dtype with no kernel and its relative-error cells."""
+import io
 import json
 
 import pytest
@@ -216,3 +217,32 @@ def test_check_cells_show_the_relative_error(capsys, tmp_path):
     (row,) = [r for r in report["numerics"] if r["op"] == "elu"]
     for layout in row["layouts"].values():
         assert 0 <= layout["max_relative_error"] < 1e-5 and layout["ok"]
+
+
+def test_check_report_is_the_same_in_worker_processes(tmp_path):
+    """--jobs spreads whole operators over spawned processes; each operator is seeded on its own, so
+    the report is the same text in one process or several, and whichever operators are asked for."""
+    from torch_aclnn.harness import check
+
+    ops = ["elu", "leaky_relu_backward"]
+    texts = []
+    for jobs, asked in ((1, ops), (2, ops), (1, ops[1:])):
+        out = io.StringIO()
+        assert check.run("cpu", [torch.float32], asked, quick=True, stream=out, jobs=jobs) == 0
+        texts.append(out.getvalue())
+    assert texts[0] == texts[1]
+    rows = [line for line in texts[0].splitlines() if line.startswith("| leaky_relu_backward |")]
+    assert len(rows) == 2 and all(row in texts[2] for row in rows)
+
+
+def test_check_report_fails_an_operator_whose_worker_raises():
+    """What a worker cannot report (here: an operator it does not know) is a FAIL row with the
+    reason, and the other operators are still reported."""
+    from torch_aclnn.harness import check
+    from torch_aclnn.harness._progress import Progress
+
+    bar = Progress(2, stream=io.StringIO())
+    out = check._reports(["elu", "no_such_op"], "cpu", [torch.float32], True, 0, 2, bar)
+    numerics, row, failures = out["no_such_op"]
+    assert numerics == [] and row["opcheck"][0] == "FAIL" and "KeyError" in failures[0]
+    assert out["elu"][1]["opcheck"] == ("ok", "") and out["elu"][2] == []

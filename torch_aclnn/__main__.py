@@ -39,13 +39,16 @@ tolerance); per operator: gradcheck and gradgradcheck (float64), opcheck
 (schema, fake tensor, autograd registration), torch.compile(fullgraph=True,
 dynamic=True) against eager, bitwise equality with aten where the spec
 promises it, and that every documented contract error is raised, on real and
-meta tensors. A progress bar goes to stderr; the report (Markdown tables) to
-stdout. Exit status 0 if everything passed, 1 if anything failed, 2 for a
+meta tensors. Operators are checked in worker processes, one per core (at
+most 4; --jobs 1: in this process); each is seeded on its own, so the report
+is the same either way. A progress bar goes to stderr; the report (Markdown
+tables) to stdout. Exit status 0 if everything passed, 1 if anything failed, 2 for a
 bad argument or an unavailable device.
 
 examples:
   python -m torch_aclnn check
   python -m torch_aclnn check --quick
+  python -m torch_aclnn check --jobs 1
   python -m torch_aclnn check --op upsample_nearest3d_backward --dtype float16 --dtype bfloat16
   python -m torch_aclnn check --device cuda --json cuda-report.json"""
 

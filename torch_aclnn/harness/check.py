@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import traceback
@@ -170,39 +171,97 @@ def _errors(info, device):
     return ok, n
 
 
-def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_path=None, stream=None) -> int:
-    stream = sys.stdout if stream is None else stream  # (the stdout of the call, not of the import)
-    names = [n for n in OPS if not ops or n in ops]
-    plan = [(n, dt) for n in names for dt in OPS[n].dtypes if not dtypes or dt in dtypes]
-    bar = Progress(len(plan) + len(names), label=f"check {device}")
-    numerics, per_op, failures = [], {}, []
-    for name, dtype in plan:
-        bar.step(f"{name} {_short(dtype)}")
+_COLUMNS = ("gradcheck", "gradgradcheck", "opcheck", "compile", "bitwise vs aten", "contract errors")
+
+
+def _op_report(name: str, device: str, dtypes, quick: bool, seed: int):
+    """One operator's part of the report: (numerics per dtype, the per-operator row, failures).
+    Seeded per operator, so its samples are the same whichever operators run and in which process."""
+    torch.manual_seed(seed)
+    info, failures, numerics = OPS[name], [], []
+    for dtype in info.dtypes:
+        if dtypes and dtype not in dtypes:
+            continue
         try:
-            res = _numerics(OPS[name], device, dtype)
+            res = _numerics(info, device, dtype)
         except Exception as e:
             res = {"error": (float("nan"), float("nan"), False, float("nan"))}
             failures.append(f"{name} {_short(dtype)}: {type(e).__name__}: {e}")
-        numerics.append((name, dtype, res))
+        numerics.append((dtype, res))
     limit = 2 if quick else 1000
-    for name in names:
-        bar.step(name)
-        info = OPS[name]
-        floating = torch.float64 in info.dtypes
-        row = {}
-        row["gradcheck"] = _status(lambda: _gradchecks(info, device)(False)) if floating else ("n/a", "")
-        row["gradgradcheck"] = _status(lambda: _gradchecks(info, device)(True)) if floating else ("n/a", "")
-        row["opcheck"] = _status(lambda: _opcheck(info, device, 3 if quick else limit))
-        row["compile"] = _status(lambda: _compile(info, device, limit))
-        a = _aten(info, device)
-        row["bitwise vs aten"] = (a, "")
-        ok, n = _errors(info, device)
-        row["contract errors"] = (f"{ok}/{n}", "")
-        per_op[name] = row
-        for k, (v, why) in row.items():
-            if v == "FAIL" or ("/" in v and v.split("/")[0] != v.split("/")[1]):
-                failures.append(f"{name} {k}: {why or v}")
+    floating = torch.float64 in info.dtypes
+    row = {}
+    row["gradcheck"] = _status(lambda: _gradchecks(info, device)(False)) if floating else ("n/a", "")
+    row["gradgradcheck"] = _status(lambda: _gradchecks(info, device)(True)) if floating else ("n/a", "")
+    row["opcheck"] = _status(lambda: _opcheck(info, device, 3 if quick else limit))
+    row["compile"] = _status(lambda: _compile(info, device, limit))
+    row["bitwise vs aten"] = (_aten(info, device), "")
+    ok, n = _errors(info, device)
+    row["contract errors"] = (f"{ok}/{n}", "")
+    for k, (v, why) in row.items():
+        if v == "FAIL" or ("/" in v and v.split("/")[0] != v.split("/")[1]):
+            failures.append(f"{name} {k}: {why or v}")
+    return numerics, row, failures
+
+
+def _worker_init(device: str, threads: int) -> None:
+    torch.set_num_threads(threads)
+    if device.split(":")[0] == "npu":
+        from .. import npu  # noqa: F401  (imports torch_npu, as main() does)
+
+
+def default_jobs() -> int:
+    """Worker processes for the command line's report: one per usable core, at most 4."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
+
+
+def _reports(names, device, dtypes, quick, seed, jobs, bar):
+    """{name: _op_report(name)}: in this process, or spread over `jobs` spawned worker processes (the
+    operators are independent; each worker runs whole operators). A worker that dies fails, with
+    the reason, the operators not yet reported, instead of ending the report."""
+    if jobs <= 1 or len(names) <= 1:
+        out = {}
+        for name in names:
+            bar.step(name)
+            out[name] = _op_report(name, device, dtypes, quick, seed)
+        return out
+    import concurrent.futures as cf
+    import multiprocessing
+
+    jobs = min(jobs, len(names))
+    threads = max(1, torch.get_num_threads() // jobs)
+    out = {}
+    with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                initializer=_worker_init, initargs=(device, threads)) as pool:
+        futures = {pool.submit(_op_report, name, device, dtypes, quick, seed): name for name in names}
+        for fut in cf.as_completed(futures):
+            name = futures[fut]
+            bar.step(name)
+            try:
+                out[name] = fut.result()
+            except Exception as e:  # (a worker process that died, or a result that could not come back)
+                why = f"{type(e).__name__}: {e}"
+                out[name] = ([], dict.fromkeys(_COLUMNS, ("FAIL", why)), [f"{name}: {why}"])
+    return out
+
+
+def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_path=None, stream=None,
+        seed: int = 0, jobs: int = 1) -> int:
+    stream = sys.stdout if stream is None else stream  # (the stdout of the call, not of the import)
+    names = [n for n in OPS if not ops or n in ops]
+    bar = Progress(len(names), label=f"check {device}" + (f" ({jobs} processes)" if jobs > 1 else ""))
+    reports = _reports(names, device, dtypes, quick, seed, jobs, bar)
     bar.close()
+    numerics, per_op, failures = [], {}, []
+    for name in names:
+        op_numerics, row, op_failures = reports[name]
+        numerics += [(name, dtype, res) for dtype, res in op_numerics]
+        per_op[name] = row
+        failures += op_failures
 
     w = stream.write
     w(f"\n## torch_aclnn verification report — device {device}, torch {torch.__version__}\n\n")
@@ -221,10 +280,9 @@ def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_pa
             else:
                 cells.append("-")
         w(f"| {name} | {_short(dtype)} | " + " | ".join(cells) + " |\n")
-    cols = ["gradcheck", "gradgradcheck", "opcheck", "compile", "bitwise vs aten", "contract errors"]
-    w("\n### Per operator\n\n| operator | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols) + "\n")
+    w("\n### Per operator\n\n| operator | " + " | ".join(_COLUMNS) + " |\n|---|" + "---|" * len(_COLUMNS) + "\n")
     for name, row in per_op.items():
-        w(f"| {name} | " + " | ".join(row[c][0] for c in cols) + " |\n")
+        w(f"| {name} | " + " | ".join(row[c][0] for c in _COLUMNS) + " |\n")
     w(f"\n{'ALL PASSED' if not failures else f'{len(failures)} FAILED'}\n")
     for f in failures:
         w(f"  FAIL {f}\n")
@@ -240,13 +298,24 @@ def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_pa
     return 1 if failures else 0
 
 
+def _at_least_one(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu",
                    help="cpu (default), cuda or npu (needs torch_npu; results are compared with the CPU reference)")
     p.add_argument("--dtype", action="append", choices=sorted(DTYPE_NAMES), help="only these dtypes (repeatable)")
     p.add_argument("--op", action="append", help="only these operators (repeatable), e.g. elu_backward")
     p.add_argument("--quick", action="store_true", help="fewer opcheck/compile samples")
-    p.add_argument("--seed", type=int, default=0, help="seed of the samples' random values (default 0)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the samples' random values, set per operator (default 0)")
+    p.add_argument("--jobs", "-j", type=_at_least_one, default=None, metavar="N",
+                   help="operators checked in N worker processes at once (default: one per core, at most 4; "
+                        "1: all in this process)")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
 
 
@@ -279,9 +348,9 @@ def main(args: argparse.Namespace) -> int:
             return 2
         if lacking:
             print(f"not checked: {', '.join(lacking)} (no {asked} kernel)", file=sys.stderr)
-    torch.manual_seed(args.seed)  # the samples' random values: the same report on every run
-    try:
-        return run(args.device, dtypes, args.op, args.quick, args.json)
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    try:  # (the samples' random values are seeded per operator: the same report on every run)
+        return run(args.device, dtypes, args.op, args.quick, args.json, seed=args.seed, jobs=jobs)
     except Exception:
         traceback.print_exc()
         return 1
