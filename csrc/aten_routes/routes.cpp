@@ -29,7 +29,8 @@
 #include "aten_routes/rules.h"
 #include "common/contract.h"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Formatting.h>  // (operator<< for the Scalars in messages)
+#include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>

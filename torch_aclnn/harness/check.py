@@ -11,6 +11,7 @@ Exit status 1 if anything fails.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -105,14 +106,19 @@ def _opcheck(info, device, limit):
 
 
 def _compile(info, device, limit):
+    """One compiled function per operator, called on every sample: each sample runs a graph traced
+    for it or one whose guards it passes (dynamic shapes), never eager. (The recompile limit is
+    set above the number of samples; past it dynamo would fall back to eager without a word.)"""
     dtype = torch.float32 if torch.float32 in info.dtypes else info.dtypes[0]
-    for i, s in enumerate(info.samples(device, dtype)):
-        if i >= limit:
-            break
-        torch.compiler.reset()
+    samples = list(itertools.islice(info.samples(device, dtype), limit))
+    config = torch._dynamo.config
+    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    torch.compiler.reset()
+    with config.patch(**{name: len(samples) + 1}):
         fn = torch.compile(lambda *a, **k: info.op(*a, **k), fullgraph=True, dynamic=True, backend="aot_eager")
-        torch.testing.assert_close(fn(*s.args, **s.kwargs), info.op(*s.args, **s.kwargs), rtol=0, atol=0,
-                                   equal_nan=True)
+        for s in samples:
+            torch.testing.assert_close(fn(*s.args, **s.kwargs), info.op(*s.args, **s.kwargs), rtol=0, atol=0,
+                                       equal_nan=True)
 
 
 def _aten(info, device):
