@@ -92,6 +92,25 @@ def test_functorch_transforms_fallback(monkeypatch):
 
 
 
+def test_recompile_limit():
+    """Within it, a function compiles once per sample of a different kind, and none runs eagerly;
+    outside, dynamo's own limit is back."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    before = torch._dynamo.config.recompile_limit
+    torch.compiler.reset()
+    counters.clear()
+    with api.recompile_limit(12):
+        assert torch._dynamo.config.recompile_limit == 12
+        fn = torch.compile(lambda x, tag: x * len(tag), fullgraph=True, dynamic=True, backend="eager")
+        for k in range(10):  # (a string is a constant of its graph: each tag compiles anew)
+            assert fn(torch.ones(2), "x" * k).tolist() == [float(k)] * 2
+    assert counters["stats"]["unique_graphs"] == 10
+    assert torch._dynamo.config.recompile_limit == before
+    torch.compiler.reset()
+
+
 def test_import_leaves_dynamo_alone():
     """import torch_aclnn loads neither torch._dynamo nor sympy: eager users and
     worker processes do not pay for the compiler (about 0.8 s and 70 MiB)."""

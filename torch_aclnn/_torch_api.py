@@ -144,3 +144,13 @@ def dynamo_function_tables():
     from torch._dynamo.trace_rules import get_torch_obj_rule_map
     from torch._dynamo.variables.torch import get_overridable_functions
     return get_torch_obj_rule_map(), get_overridable_functions()
+
+
+def recompile_limit(n: int):
+    """A context in which torch.compile traces a function anew up to ``n``
+    times; past that, dynamo runs it eagerly without a word. (dynamo's
+    ``recompile_limit``; ``cache_size_limit`` is its name in older torch.)"""
+    import torch._dynamo  # (here, not at import: importing torch_aclnn leaves dynamo unloaded)
+
+    config = torch._dynamo.config
+    return config.patch(**{"recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit": n})

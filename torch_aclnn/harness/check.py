@@ -22,6 +22,7 @@ from typing import Callable
 import torch
 
 from .._index_checks import check_index_errors, failed_checks, set_sync_index_checks
+from .._torch_api import recompile_limit
 from ..testing import LAYOUTS, OPS, results, tolerance
 from ._progress import Progress
 
@@ -111,10 +112,8 @@ def _compile(info, device, limit):
     set above the number of samples; past it dynamo would fall back to eager without a word.)"""
     dtype = torch.float32 if torch.float32 in info.dtypes else info.dtypes[0]
     samples = list(itertools.islice(info.samples(device, dtype), limit))
-    config = torch._dynamo.config
-    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
     torch.compiler.reset()
-    with config.patch(**{name: len(samples) + 1}):
+    with recompile_limit(len(samples) + 1):
         fn = torch.compile(lambda *a, **k: info.op(*a, **k), fullgraph=True, dynamic=True, backend="aot_eager")
         for s in samples:
             torch.testing.assert_close(fn(*s.args, **s.kwargs), info.op(*s.args, **s.kwargs), rtol=0, atol=0,
