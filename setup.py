@@ -120,9 +120,8 @@ def extensions():
     use_cuda = _want_cuda()
     debug = _env("DEBUG")
     # -g0: Python's own CFLAGS (which setuptools passes first) ask for debug
-    # info, which takes about a third of the compile time on a 2-core machine
-    # and does not change the code generated. DEBUG=1 and the sanitizer build
-    # keep it.
+    # info: a large share of the compile time, and no change to the code
+    # generated. DEBUG=1 and the sanitizer build keep it.
     opt = ["-O0", "-g"] if debug else ["-O3", "-g0"]
     # C++20: recent torch headers need it, and every torch >= 2.6 accepts it.
     cxx = ["-std=c++20", "-fopenmp", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"] + opt

@@ -42,8 +42,8 @@ promises it, and that every documented contract error is raised, on real and
 meta tensors. Operators are checked in worker processes, one per core (at
 most 4; --jobs 1: in this process); each is seeded on its own, so the report
 is the same either way. A progress bar goes to stderr; the report (Markdown
-tables) to stdout. Exit status 0 if everything passed, 1 if anything failed, 2 for a
-bad argument or an unavailable device.
+tables) to stdout. Exit status 0 if everything passed, 1 if anything failed,
+2 for a bad argument or an unavailable device.
 
 examples:
   python -m torch_aclnn check
