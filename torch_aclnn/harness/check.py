@@ -215,7 +215,7 @@ def _worker_init(device: str, threads: int) -> None:
         from .. import npu  # noqa: F401  (imports torch_npu, as main() does)
 
 
-def default_jobs() -> int:
+def _default_jobs() -> int:
     """Worker processes for the command line's report: one per usable core, at most 4."""
     try:
         cores = len(os.sched_getaffinity(0))
@@ -228,7 +228,7 @@ def _reports(names, device, dtypes, quick, seed, jobs, bar):
     """{name: _op_report(name)}: in this process, or spread over `jobs` spawned worker processes (the
     operators are independent; each worker runs whole operators). A worker that dies fails, with
     the reason, the operators not yet reported, instead of ending the report."""
-    if jobs <= 1 or len(names) <= 1:
+    if jobs <= 1:
         out = {}
         for name in names:
             bar.step(name)
@@ -237,7 +237,6 @@ def _reports(names, device, dtypes, quick, seed, jobs, bar):
     import concurrent.futures as cf
     import multiprocessing
 
-    jobs = min(jobs, len(names))
     threads = max(1, torch.get_num_threads() // jobs)
     out = {}
     with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
@@ -258,6 +257,7 @@ def run(device: str = "cpu", dtypes=None, ops=None, quick: bool = False, json_pa
         seed: int = 0, jobs: int = 1) -> int:
     stream = sys.stdout if stream is None else stream  # (the stdout of the call, not of the import)
     names = [n for n in OPS if not ops or n in ops]
+    jobs = max(1, min(jobs, len(names)))
     bar = Progress(len(names), label=f"check {device}" + (f" ({jobs} processes)" if jobs > 1 else ""))
     reports = _reports(names, device, dtypes, quick, seed, jobs, bar)
     bar.close()
@@ -353,7 +353,7 @@ def main(args: argparse.Namespace) -> int:
             return 2
         if lacking:
             print(f"not checked: {', '.join(lacking)} (no {asked} kernel)", file=sys.stderr)
-    jobs = default_jobs() if args.jobs is None else args.jobs
+    jobs = _default_jobs() if args.jobs is None else args.jobs
     try:  # (the samples' random values are seeded per operator: the same report on every run)
         return run(args.device, dtypes, args.op, args.quick, args.json, seed=args.seed, jobs=jobs)
     except Exception:
